@@ -1,0 +1,63 @@
+# lockgate: two set-up commands for a fresh machine: `make demo` and `make test`.
+# Everything else here is what they are made of.
+
+SHELL := /bin/bash
+.SHELLFLAGS := -eu -o pipefail -c
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+SYSTEM_PACKAGES := docker-registry apache2-utils age git
+PYTEST_ARGS ?=
+
+.PHONY: setup system-packages python-env binaries test lint unit demo world bench clean
+
+setup: system-packages python-env binaries
+
+system-packages:
+	@missing=""; \
+	command -v docker-registry >/dev/null || missing="$$missing docker-registry"; \
+	command -v htpasswd >/dev/null || missing="$$missing apache2-utils"; \
+	command -v age >/dev/null || missing="$$missing age"; \
+	command -v git >/dev/null || missing="$$missing git"; \
+	if [ -n "$$missing" ]; then \
+	  echo "setup: installing Debian packages:$$missing"; \
+	  if ! { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; }; then \
+	    echo "setup: step 'apt-get install$$missing' failed: Debian's package archive is needed" >&2; exit 1; \
+	  fi; \
+	fi
+	@command -v go >/dev/null || { echo "setup: step 'find Go' failed: the world's binaries are built with Go >= 1.26" >&2; exit 1; }
+
+$(STAMP): pyproject.toml
+	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "setup: Python >= 3.11 is required")'
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	@echo "setup: installing lockgate and its development tools into $(VENV)"
+	@$(PY) -m pip install -q --disable-pip-version-check -e '.[dev]' || { echo "setup: step 'pip install' failed: PyPI is needed" >&2; exit 1; }
+	@touch $(STAMP)
+
+python-env: $(STAMP)
+
+# Builds etcd, kube-apiserver & co, kwok, kubectl, kustomize, helm, oras, flux, cosign
+# from the Go module proxy at the pins in tests/world/pins.py; cached in ~/.cache/lockgate.
+binaries: python-env
+	@$(PY) -m tests.world.binaries >/dev/null
+
+lint: python-env
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/mypy
+	$(VENV)/bin/lint-imports
+
+test: setup lint
+	$(VENV)/bin/pytest $(PYTEST_ARGS)
+
+demo: setup
+	$(PY) examples/demo.py
+
+world: setup
+	$(PY) -m tests.world
+
+bench: setup
+	$(PY) -m bench.run
+
+clean:
+	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache

@@ -1,0 +1,96 @@
+"""One exception hierarchy for everything a user can get wrong or the world can refuse.
+
+Each class carries a message written for the user (what failed, which file, object or
+field, what to do) and an exit code per failure class, so scripts can tell a bad
+signature from a failed rollout. The CLI catches only ``LockgateError``.
+"""
+
+from __future__ import annotations
+
+from enum import IntEnum
+
+
+class ExitCode(IntEnum):
+    OK = 0
+    #: generic failure; also "differences found" for ``lockgate diff``, as diff(1) does
+    FAILURE = 1
+    USAGE = 2
+    AUTH = 3
+    VERIFICATION = 4
+    APPLY = 5
+    HEALTH = 6
+    RESOLVE = 7
+    RENDER = 8
+    REGISTRY = 9
+    PARTIAL = 10
+    NOT_IMPLEMENTED = 69
+
+
+class LockgateError(Exception):
+    """Base of every error lockgate reports to a user."""
+
+    exit_code: ExitCode = ExitCode.FAILURE
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+    def __str__(self) -> str:
+        return self.message
+
+
+class UsageError(LockgateError):
+    """Bad flags, bad configuration or bad input files."""
+
+    exit_code = ExitCode.USAGE
+
+
+class AuthError(LockgateError):
+    """Credentials missing or refused. Messages never contain the credentials."""
+
+    exit_code = ExitCode.AUTH
+
+
+class VerificationError(LockgateError):
+    """A signature is missing, invalid, or made by someone other than expected."""
+
+    exit_code = ExitCode.VERIFICATION
+
+
+class ApplyError(LockgateError):
+    """The cluster refused an object."""
+
+    exit_code = ExitCode.APPLY
+
+
+class HealthError(LockgateError):
+    """Applied objects did not become healthy."""
+
+    exit_code = ExitCode.HEALTH
+
+
+class ResolveError(LockgateError):
+    """A reference (tag, semver range, digest) could not be resolved."""
+
+    exit_code = ExitCode.RESOLVE
+
+
+class RenderError(LockgateError):
+    """Manifests could not be read, rendered or loaded."""
+
+    exit_code = ExitCode.RENDER
+
+
+class RegistryError(LockgateError):
+    """The registry could not be reached or answered with an error."""
+
+    exit_code = ExitCode.REGISTRY
+
+
+class NotImplementedYet(LockgateError):
+    """A planned command whose issue has not landed yet."""
+
+    exit_code = ExitCode.NOT_IMPLEMENTED
+
+    def __init__(self, command: str) -> None:
+        super().__init__(f"'lockgate {command}' is not implemented yet")
