@@ -43,7 +43,10 @@ def _spec_hash(component: GoComponent) -> str:
             "staging": component.staging_version,
             "skip": component.skip_replaces,
             "recipe": 2,
-        },
+        }
+        # only components that have an overlay carry it in their key, so adding the field
+        # did not invalidate every cached build
+        | ({"overlay": component.overlay} if component.overlay else {}),
         sort_keys=True,
     )
     return hashlib.sha256(spec.encode()).hexdigest()[:16]
@@ -65,6 +68,29 @@ def binary(program: str) -> Path:
             ensure(component.name)
             return bin_dir(component) / program
     raise KeyError(f"no pinned component provides {program!r}")
+
+
+def module_dir(name: str) -> Path:
+    """The module cache directory of a component's module (for data files such as kwok's stages)."""
+    component = COMPONENTS[name]
+    go = shutil.which("go")
+    if go is None:
+        raise WorldSetupError("the 'go' command is not on PATH; install Go >= 1.26")
+    out = subprocess.run(
+        [go, "mod", "download", "-json", f"{component.module}@{component.version}"],
+        capture_output=True,
+        text=True,
+        env=_go_env(),
+        cwd=cache_root(),
+    )
+    try:
+        info = json.loads(out.stdout)
+    except json.JSONDecodeError as exc:
+        raise WorldSetupError(f"go mod download {component.module}: {out.stderr.strip()}") from exc
+    if out.returncode != 0 or "Dir" not in info:
+        reason = info.get("Error") or out.stderr.strip()
+        raise WorldSetupError(f"go mod download {component.module}: {reason}")
+    return Path(info["Dir"])
 
 
 def ensure(*names: str) -> dict[str, Path]:
@@ -204,7 +230,17 @@ def _build(component: GoComponent) -> None:
     )
     info = _last_json(log)
     upstream = Path(str(info.get("GoMod", ""))).read_text() if info.get("GoMod") else ""
-    (src / "go.mod").write_text(_wrapper_gomod(component, upstream))
+    gomod = _wrapper_gomod(component, upstream)
+    if component.overlay:
+        # Go refuses to overlay files in the module cache: build from a patched local copy
+        local = src / "upstream"
+        shutil.copytree(Path(str(info["Dir"])), local)
+        for path in [local, *local.rglob("*")]:
+            path.chmod(0o755 if path.is_dir() else 0o644)
+        for relative, source in component.overlay:
+            (local / relative).write_text(source)
+        gomod += f"replace {component.module} => ./upstream\n"
+    (src / "go.mod").write_text(gomod)
     imports = "\n".join(f'\t_ "{pkg}"' for pkg in component.programs.values())
     (src / "tools.go").write_text(f"//go:build tools\n\npackage tools\n\nimport (\n{imports}\n)\n")
     step = f"resolving dependencies of {component.module}@{component.version}"
@@ -214,6 +250,7 @@ def _build(component: GoComponent) -> None:
         shutil.rmtree(staging)
     staging.mkdir(parents=True)
     ldflags = " ".join(("-s", "-w", *component.ldflags))
+
     for index, (program, package) in enumerate(component.programs.items(), start=1):
         label = f"{component.name} {component.version}: {program} ({index}/{len(component.programs)})"
         _run_go(

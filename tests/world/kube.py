@@ -183,6 +183,7 @@ class Cluster:
             [
                 bins["kwok"],
                 f"--kubeconfig={self.kubeconfig}",
+                f"--config={self._kwok_stages()}",
                 "--manage-all-nodes=false",
                 f"--manage-nodes-with-annotation-selector={KWOK_NODE_ANNOTATION}=fake",
                 "--cidr=10.244.0.0/16",
@@ -219,6 +220,21 @@ class Cluster:
         self.full_profile = True
         self.full_profile_seconds = time.monotonic() - started
 
+    def _kwok_stages(self) -> Path:
+        """kwok's own stage definitions (fast node/pod lifecycle, lease heartbeats), from its module."""
+        stages = binaries.module_dir("kwok") / "kustomize" / "stage"
+        files = [
+            stages / "node" / "fast" / "node-initialize.yaml",
+            *sorted((stages / "node" / "heartbeat-with-lease").glob("*.yaml")),
+            *(stages / "pod" / "fast" / f"pod-{stage}.yaml" for stage in ("ready", "complete", "delete")),
+        ]
+        missing = [str(f) for f in files if not f.is_file()]
+        if missing:
+            raise WorldSetupError(f"kwok stage files missing from its module: {', '.join(missing)}")
+        path = self.directory / "kwok-stages.yaml"
+        path.write_text("\n---\n".join(f.read_text() for f in files))
+        return path
+
     def _create_nodes(self, count: int) -> None:
         from kubernetes import client
 
@@ -243,12 +259,6 @@ class Cluster:
                 "status": {
                     "allocatable": {"cpu": "32", "memory": "256Gi", "pods": "110"},
                     "capacity": {"cpu": "32", "memory": "256Gi", "pods": "110"},
-                    "nodeInfo": {
-                        "architecture": "amd64",
-                        "operatingSystem": "linux",
-                        "kubeletVersion": "fake",
-                        "kubeProxyVersion": "fake",
-                    },
                 },
             }
             try:
