@@ -91,7 +91,11 @@ def root() -> None:
 def main(argv: list[str] | None = None) -> int:
     """Entry point: run the CLI and map ``LockgateError`` to its exit code."""
     try:
-        root.main(args=argv, prog_name="lockgate", standalone_mode=False)
+        # a command may end with click.exceptions.Exit(n) (e.g. diff's 1 for "differences"),
+        # which click turns into a return value when not in standalone mode
+        result = root.main(args=argv, prog_name="lockgate", standalone_mode=False)
+        if isinstance(result, int) and result != 0:
+            return result
     except LockgateError as exc:
         click.echo(f"error: {exc.message}", err=True)
         return int(exc.exit_code)

@@ -1,0 +1,317 @@
+"""Click commands for the artifact verbs: parse flags, make one library call, print the value."""
+
+from __future__ import annotations
+
+import json
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+import click
+
+from action.artifacts import inspect as inspect_mod
+from action.artifacts import pull as pull_mod
+from action.artifacts import push as push_mod
+from action.artifacts import signer as signer_mod
+from action.artifacts import source
+from lockgate import registry
+from lockgate.artifact import extract, manifest, metadata
+from lockgate.errors import UsageError
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def _registry_options(func: F) -> F:
+    func = click.option(
+        "--creds", metavar="USER:PASSWORD", help="Registry credentials (else Docker config)."
+    )(func)
+    return click.option(
+        "--insecure", is_flag=True, help="Plain http (automatic for localhost and 127.0.0.1)."
+    )(func)
+
+
+def _build_options(func: F) -> F:
+    for decorator in reversed(
+        (
+            click.option("--render", is_flag=True, help="Render a kustomization or a Helm chart first."),
+            click.option(
+                "--values", "values", multiple=True, type=click.Path(path_type=Path), help="Helm values file."
+            ),
+            click.option("--ignore-paths", multiple=True, help="Extra ignore patterns (.gitignore syntax)."),
+            click.option(
+                "--resolve-symlinks", is_flag=True, help="Copy the targets of symlinks inside the tree."
+            ),
+            click.option("--no-validate", is_flag=True, help="Do not parse the YAML files before packing."),
+        )
+    ):
+        func = decorator(func)
+    return func
+
+
+def _build(
+    render: bool,
+    values: tuple[Path, ...],
+    ignore_paths: tuple[str, ...],
+    resolve_symlinks: bool,
+    no_validate: bool,
+) -> source.BuildOptions:
+    return source.BuildOptions(
+        ignore_paths=ignore_paths,
+        resolve_symlinks=resolve_symlinks,
+        render=render,
+        values=values,
+        validate=not no_validate,
+    )
+
+
+def _client(ref: registry.Reference, creds: str | None, insecure: bool) -> registry.RegistryClient:
+    explicit = registry.Credentials.from_flag(creds) if creds else None
+    return registry.RegistryClient.for_reference(ref, credentials=explicit, insecure=insecure)
+
+
+def _emit(value: Any) -> None:
+    click.echo(json.dumps(value, indent=2, sort_keys=False))
+
+
+_output = click.option("--output", "-o", "output", type=click.Choice(["text", "json"]), default="text")
+
+
+@click.command("build")
+@click.argument("path")
+@click.option("--out", "-o", "out", type=click.Path(path_type=Path), help="Write the layer here.")
+@_build_options
+def build(path: str, out: Path | None, **flags: Any) -> None:
+    """Pack PATH (a directory, a file or - for stdin) into a reproducible tar+gzip layer."""
+    options = _build(**flags)
+    with tempfile.TemporaryDirectory(prefix="lockgate-build-") as tmp:
+        dest = out or Path(tmp) / "artifact.tgz"
+        layer = push_mod.build_layer(path, dest, options)
+    files = sum(1 for e in layer.entries if not e.is_dir)
+    click.echo(f"{layer.digest} {files} files, {layer.size} bytes" + (f" -> {out}" if out else ""))
+
+
+@click.command("push")
+@click.argument("args", nargs=-1, required=True)
+@click.option(
+    "--each", "each", metavar="GLOB", help="Push one artifact per matching directory; {name} in the target."
+)
+@click.option("--source", help="Source URL annotation (default: from GitHub Actions or the Git remote).")
+@click.option("--revision", help="Revision annotation, <branch>@sha1:<sha> (default: from Actions or Git).")
+@click.option(
+    "--created", help="'now', epoch seconds or RFC 3339 (default: SOURCE_DATE_EPOCH or commit time)."
+)
+@click.option("-a", "--annotation", "annotations", multiple=True, metavar="KEY=VALUE")
+@click.option("--tag", "tags", multiple=True, help="Also point these tags at the artifact.")
+@click.option(
+    "--sign",
+    "sign_mode",
+    type=click.Choice(["key", "keyless"]),
+    help="Sign the pushed digest: with --key (password from LOCKGATE_PASSWORD/COSIGN_PASSWORD) or keyless.",
+)
+@click.option("--key", "key_path", type=click.Path(path_type=Path), help="cosign private key for --sign key.")
+@click.option(
+    "--identity-token", envvar="SIGSTORE_ID_TOKEN", help="OIDC token for --sign keyless (else ambient)."
+)
+@click.option(
+    "--trust-config",
+    type=click.Path(path_type=Path, exists=True, dir_okay=False),
+    help="Sigstore client trust config of a private Sigstore (--sign keyless).",
+)
+@_output
+@_build_options
+@_registry_options
+def push(
+    args: tuple[str, ...],
+    each: str | None,
+    source: str | None,
+    revision: str | None,
+    created: str | None,
+    annotations: tuple[str, ...],
+    tags: tuple[str, ...],
+    sign_mode: str | None,
+    key_path: Path | None,
+    identity_token: str | None,
+    trust_config: Path | None,
+    output: str,
+    creds: str | None,
+    insecure: bool,
+    **flags: Any,
+) -> None:
+    """Build and push PATH to oci://REGISTRY/REPO:TAG in Flux's artifact format."""
+    # the signer is ready (key decrypted, token found) before anything is pushed
+    signer = _signer(sign_mode, key_path, identity_token, trust_config)
+    options = push_mod.PushOptions(
+        source=source,
+        revision=revision,
+        created=created,
+        annotations=manifest.parse_annotations(annotations),
+        extra_tags=tags,
+        build=_build(**flags),
+        signer=signer,
+    )
+    if each is not None:
+        if len(args) != 1:
+            raise UsageError(
+                "with --each give only the target: lockgate push --each 'apps/*' oci://REG/{name}:TAG"
+            )
+        results = push_mod.push_each(each, args[0], lambda ref: _client(ref, creds, insecure), options)
+    else:
+        if len(args) != 2:
+            raise UsageError("usage: lockgate push PATH oci://REGISTRY/REPO:TAG")
+        ref = registry.parse(args[1])
+        results = [push_mod.push(args[0], ref, _client(ref, creds, insecure), options)]
+    if output == "json":
+        _emit(results[0].to_json() if each is None else push_mod.results_json(results))
+        return
+    for r in results:
+        click.echo(f"{r.status.value} {r.reference}@{r.digest}")
+        if r.signed is not None:
+            click.echo(f"signed {r.signed.digest} by {r.signed.signer}; signature at {r.signed.stored_at}")
+
+
+def _signer(
+    mode: str | None, key_path: Path | None, token: str | None, trust_config: Path | None
+) -> signer_mod.Signer | None:
+    if mode is None:
+        if key_path is not None or trust_config is not None:
+            raise UsageError("--key and --trust-config need --sign key or --sign keyless")
+        return None
+    if mode == "key":
+        if key_path is None:
+            raise UsageError("--sign key needs --key FILE (a cosign private key)")
+        if trust_config is not None:
+            raise UsageError("--trust-config applies to --sign keyless only")
+        from action.signing import password
+
+        return signer_mod.Signer.with_key(password.load_private_key(key_path))
+    if key_path is not None:
+        raise UsageError("--key applies to --sign key only")
+    if token is None:
+        from lockgate.signing import sign
+
+        token = sign.ambient_token()
+    return signer_mod.Signer.keyless(token, trust_config=trust_config)
+
+
+@click.command("pull")
+@click.argument("reference")
+@click.option(
+    "--out", "-o", "out", type=click.Path(path_type=Path), required=True, help="Directory to create."
+)
+@click.option("--media-type", help="Layer media type to extract (default: Flux's, else the first).")
+@click.option("--max-size", type=int, default=extract.Limits.max_total_bytes, show_default=True)
+@click.option("--max-files", type=int, default=extract.Limits.max_files, show_default=True)
+@click.option("--max-ratio", type=float, default=extract.Limits.max_ratio, show_default=True)
+@click.option("--output", "output", type=click.Choice(["text", "json"]), default="text")
+@_registry_options
+def pull(
+    reference: str,
+    out: Path,
+    media_type: str | None,
+    max_size: int,
+    max_files: int,
+    max_ratio: float,
+    output: str,
+    creds: str | None,
+    insecure: bool,
+) -> None:
+    """Pull an artifact by digest and extract it safely into a new directory."""
+    ref = registry.parse(reference, default_tag="latest")
+    limits = extract.Limits(max_total_bytes=max_size, max_files=max_files, max_ratio=max_ratio)
+    result = pull_mod.pull(_client(ref, creds, insecure), ref, out, media_type=media_type, limits=limits)
+    if output == "json":
+        _emit(result.to_json())
+        return
+    revision = result.resolved.manifest.annotations.get(metadata.REVISION, "")
+    click.echo(
+        f"pulled {ref.name}@{result.resolved.digest} ({result.files} files) to {out}"
+        + (f"; revision {revision}" if revision else "")
+    )
+
+
+@click.command("tag")
+@click.argument("reference")
+@click.argument("tags", nargs=-1, required=True)
+@_registry_options
+def tag(reference: str, tags: tuple[str, ...], creds: str | None, insecure: bool) -> None:
+    """Point new TAGS at the artifact REFERENCE resolves to."""
+    ref = registry.parse(reference, default_tag="latest")
+    digest = inspect_mod.tag(_client(ref, creds, insecure), ref, tags)
+    for new in tags:
+        click.echo(f"tagged {ref.with_tag(new)}@{digest}")
+
+
+@click.command("inspect")
+@click.argument("reference")
+@click.option("--media-type", help="Layer media type to list (default: Flux's, else the first).")
+@_output
+@_registry_options
+def inspect(reference: str, media_type: str | None, output: str, creds: str | None, insecure: bool) -> None:
+    """Show an artifact's manifest digest, annotations, layers and files."""
+    ref = registry.parse(reference, default_tag="latest")
+    info = inspect_mod.inspect(_client(ref, creds, insecure), ref, media_type=media_type)
+    if output == "json":
+        _emit(info.to_json())
+        return
+    value = info.to_json()
+    click.echo(f"digest: {value['digest']}")
+    for key, val in sorted(value["annotations"].items()):
+        click.echo(f"annotation {key}: {val}")
+    for layer in value["layers"]:
+        click.echo(f"layer {layer['mediaType']} {layer['digest']} {layer['size']} bytes")
+    for f in info.files:
+        if not f.is_dir:
+            click.echo(f"  {f.mode:04o} {f.size:>10} {f.name}")
+
+
+@click.command("list")
+@click.argument("reference")
+@click.option("--all", "show_all", is_flag=True, help="Also show .sig/.att/.sbom and sha256-* tags.")
+@click.option("--page-size", type=int, default=1000, show_default=True)
+@_output
+@_registry_options
+def list_(
+    reference: str, show_all: bool, page_size: int, output: str, creds: str | None, insecure: bool
+) -> None:
+    """List the artifact tags of a repository."""
+    ref = registry.parse(reference)
+    tags = inspect_mod.list_tags(_client(ref, creds, insecure), ref, show_all=show_all, page_size=page_size)
+    if output == "json":
+        _emit({"repository": ref.name, "tags": tags})
+        return
+    for t in tags:
+        click.echo(t)
+
+
+@click.command("diff")
+@click.argument("path")
+@click.argument("reference")
+@click.option("--media-type", help="Layer media type of the remote artifact.")
+@_output
+@_build_options
+@_registry_options
+def diff(
+    path: str,
+    reference: str,
+    media_type: str | None,
+    output: str,
+    creds: str | None,
+    insecure: bool,
+    **flags: Any,
+) -> None:
+    """Diff local manifests against a remote artifact, object by object; exit 1 when they differ."""
+    # the comparison (and deepdiff behind it) is loaded by this command only, not by every push
+    from action.artifacts import compare
+    from action.artifacts import diff as diff_mod
+
+    ref = registry.parse(reference, default_tag="latest")
+    result = diff_mod.diff(
+        path, _client(ref, creds, insecure), ref, options=_build(**flags), media_type=media_type
+    )
+    if output == "json":
+        _emit(result.to_json())
+    else:
+        click.echo(compare.render_text(result))
+    if not result.equal:
+        raise click.exceptions.Exit(1)

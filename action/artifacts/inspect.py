@@ -1,0 +1,95 @@
+"""Read-only views of a repository: ``inspect`` one artifact, ``list`` its tags, and ``tag`` it.
+
+``list`` hides what is not an artifact version: cosign's ``.sig``/``.att``/``.sbom`` tags
+and the ``sha256-<hex>`` referrers fallback tags (shown with ``--all``).
+"""
+
+from __future__ import annotations
+
+import tarfile
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from action.artifacts import pull as pull_mod
+from lockgate import registry
+from lockgate.errors import UsageError, VerificationError
+from lockgate.registry.oci import Descriptor
+
+HIDDEN_SUFFIXES = (".sig", ".att", ".sbom")
+
+
+@dataclass(frozen=True)
+class FileInfo:
+    name: str
+    size: int
+    mode: int
+    is_dir: bool
+
+
+@dataclass(frozen=True)
+class Inspection:
+    resolved: pull_mod.Resolved
+    layer: Descriptor
+    files: tuple[FileInfo, ...]
+
+    def to_json(self) -> dict[str, Any]:
+        m = self.resolved.manifest
+        return {
+            "url": f"oci://{self.resolved.reference.name}@{self.resolved.digest}",
+            "digest": self.resolved.digest,
+            "mediaType": m.media_type,
+            "config": m.config.to_json(),
+            "layers": [layer.to_json() for layer in m.layers],
+            "annotations": dict(m.annotations),
+            "files": [
+                {"name": f.name, "size": f.size, "mode": f"{f.mode:04o}", "dir": f.is_dir} for f in self.files
+            ],
+        }
+
+
+def inspect(
+    client: registry.RegistryClient, ref: registry.Reference, *, media_type: str | None = None
+) -> Inspection:
+    resolved = pull_mod.resolve(client, ref)
+    with tempfile.TemporaryDirectory(prefix="lockgate-inspect-") as tmp:
+        layer_file = Path(tmp) / "layer.tgz"
+        layer = pull_mod.download_layer(client, resolved, layer_file, media_type=media_type)
+        files: list[FileInfo] = []
+        try:
+            with tarfile.open(layer_file, mode="r:gz") as tar:
+                for member in tar:
+                    files.append(FileInfo(member.name, member.size, member.mode, member.isdir()))
+        except (tarfile.TarError, OSError, EOFError) as exc:
+            raise VerificationError(
+                f"{ref}: layer {layer.digest} is not a valid tar+gzip archive ({exc})"
+            ) from None
+    return Inspection(resolved=resolved, layer=layer, files=tuple(files))
+
+
+def is_artifact_tag(tag: str) -> bool:
+    return not (tag.endswith(HIDDEN_SUFFIXES) or tag.startswith("sha256-"))
+
+
+def list_tags(
+    client: registry.RegistryClient, ref: registry.Reference, *, show_all: bool = False, page_size: int = 1000
+) -> list[str]:
+    if page_size < 1:
+        raise UsageError("--page-size must be at least 1")
+    tags = client.list_tags(ref.repository, page_size=page_size)
+    return sorted(t for t in tags if show_all or is_artifact_tag(t))
+
+
+def tag(client: registry.RegistryClient, ref: registry.Reference, tags: tuple[str, ...]) -> str:
+    """Point each of ``tags`` at the manifest ``ref`` resolves to; returns its digest."""
+    if not tags:
+        raise UsageError("give at least one new tag: lockgate tag oci://REG/REPO:TAG NEW_TAG...")
+    for new in tags:
+        ref.with_tag(new)
+    digest = client.resolve(ref)
+    fetched = client.get_manifest(ref.repository, digest)
+    for new in tags:
+        if client.head_manifest(ref.repository, new) != digest:
+            client.put_manifest(ref.repository, new, fetched.content, fetched.media_type)
+    return digest

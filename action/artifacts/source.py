@@ -1,0 +1,156 @@
+"""What a command packs: a directory, one file, stdin (``-``), or a rendered kustomization/chart.
+
+``prepare`` yields the path to pack and cleans up any temporary copy; ``validate`` gates
+the tree: at least one YAML file, and every YAML file parses (the error names file and
+line). Helm ``templates/`` are not YAML until rendered, so they are not parsed.
+"""
+
+from __future__ import annotations
+
+import sys
+import tempfile
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
+
+from action.artifacts import render as render_mod
+from lockgate import manifests
+from lockgate.artifact import pack
+from lockgate.errors import RenderError, UsageError
+
+STDIN_FILE = "manifests.yaml"
+
+
+@dataclass(frozen=True)
+class BuildOptions:
+    ignore_paths: tuple[str, ...] = ()
+    resolve_symlinks: bool = False
+    render: bool = False
+    values: tuple[Path, ...] = ()
+    validate: bool = True
+
+    @property
+    def pack_options(self) -> pack.PackOptions:
+        return pack.PackOptions(ignore_paths=self.ignore_paths, resolve_symlinks=self.resolve_symlinks)
+
+
+@contextmanager
+def prepare(path: str, options: BuildOptions) -> Iterator[Path]:
+    """The file or directory to pack for ``path`` (``-`` reads stdin)."""
+    with tempfile.TemporaryDirectory(prefix="lockgate-src-") as tmp:
+        if path == "-":
+            data = sys.stdin.buffer.read()
+            if not data.strip():
+                raise UsageError(
+                    "stdin (-) is empty: pipe manifests in, e.g. kustomize build . | lockgate push - ..."
+                )
+            target = Path(tmp) / STDIN_FILE
+            target.write_bytes(data)
+            yield target
+            return
+        given = Path(path)
+        if not given.exists() and not given.is_symlink():
+            raise UsageError(f"{path}: no such file or directory")
+        if options.render:
+            yield render_mod.render(given, Path(tmp) / "rendered", values=options.values)
+            return
+        if options.values:
+            raise UsageError("--values needs --render")
+        yield given
+
+
+def _is_helm_template(entry: pack.Entry, root: Path) -> bool:
+    parts = entry.name.split("/")
+    for i, part in enumerate(parts[:-1]):
+        if part == "templates" and (root.joinpath(*parts[:i]) / "Chart.yaml").is_file():
+            return True
+    return False
+
+
+def require_yaml(root: Path, entries: Sequence[pack.Entry]) -> None:
+    """At least one YAML file is left after the ignore rules."""
+    if not any(not e.is_dir and e.name.endswith(manifests.YAML_SUFFIXES) for e in entries):
+        raise UsageError(
+            f"{root}: no YAML files to pack (after ignore rules); "
+            "point at the directory that holds the manifests"
+        )
+
+
+def syntax_check(root: Path) -> pack.Check:
+    """A ``pack.Check`` that parses each YAML file as it is packed (skipping Helm templates)."""
+    base = root if root.is_dir() else root.parent
+
+    def check(entry: pack.Entry, data: bytes | None) -> None:
+        if not entry.name.endswith(manifests.YAML_SUFFIXES) or _is_helm_template(entry, base):
+            return
+        if data is not None and _well_formed(data):
+            return
+        shown = str(base / entry.name) if root.is_dir() else str(root)
+        if data is None:
+            try:
+                data = entry.source.read_bytes()
+            except OSError as exc:
+                raise UsageError(f"{shown}: cannot read ({exc.strerror})") from None
+        check_yaml(data, shown)
+
+    return check
+
+
+def _well_formed(data: bytes) -> bool:
+    """The fast path: UTF-8 and libyaml's parser accepts it (no Python event objects built)."""
+    if _raw_parse is None:
+        return False
+    try:
+        data.decode("utf-8")
+        _raw_parse(data)
+    except (UnicodeDecodeError, yaml.YAMLError):
+        return False
+    return True
+
+
+def check_yaml(data: bytes, shown: str) -> None:
+    """``data`` is UTF-8 and well-formed YAML, else a ``RenderError`` naming file and line.
+
+    libyaml's parser runs over the whole text without building Python event objects
+    (``raw_parse``), many times faster than iterating ``yaml.parse``; on any complaint
+    the file is parsed again by ``manifests.check_syntax`` so the message is the usual one.
+    """
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise RenderError(f"{shown}: not UTF-8 text") from None
+    if _raw_parse is not None:
+        try:
+            _raw_parse(data)
+            return
+        except yaml.YAMLError as exc:
+            manifests.check_syntax(text, shown)
+            raise RenderError(f"{shown}: invalid YAML: {exc}") from None
+    manifests.check_syntax(text, shown)
+
+
+def _load_raw_parse() -> Callable[[bytes], object] | None:
+    try:
+        from yaml import _yaml
+    except ImportError:  # PyYAML without libyaml: the event loop in manifests does it
+        return None
+
+    def parse(data: bytes) -> object:
+        return _yaml.CParser(data).raw_parse()
+
+    return parse
+
+
+_raw_parse = _load_raw_parse()
+
+
+def validate(root: Path, entries: Sequence[pack.Entry]) -> None:
+    """At least one YAML file, and all of them parse (for callers that do not pack)."""
+    require_yaml(root, entries)
+    check = syntax_check(root)
+    for entry in entries:
+        if not entry.is_dir:
+            check(entry, None)

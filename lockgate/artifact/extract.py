@@ -1,0 +1,155 @@
+"""Safe extraction of an artifact layer, shared by ``lockgate pull`` and the runner.
+
+Stricter than ``tarfile``'s ``data`` filter: regular files and directories only (no
+symlinks, hard links, devices or fifos), no absolute paths or ``..``, no duplicates, and
+limits on total size, file count and compression ratio. Everything is written into a
+temporary directory next to the target and renamed into place only when the whole layer
+was read; on any failure nothing is left behind and the error names the entry.
+"""
+
+from __future__ import annotations
+
+import os
+import posixpath
+import shutil
+import tarfile
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO
+
+from lockgate.errors import LockgateError, UsageError, VerificationError
+
+CHUNK = 1 << 20
+
+
+class UnsafeArtifactError(VerificationError):
+    """The layer holds something lockgate refuses to write; ``entry`` names it."""
+
+    def __init__(self, entry: str, reason: str) -> None:
+        super().__init__(f"refusing to extract {entry!r}: {reason}; nothing was written")
+        self.entry = entry
+
+
+@dataclass(frozen=True)
+class Limits:
+    max_total_bytes: int = 1 << 30
+    max_files: int = 100_000
+    max_ratio: float = 200.0
+    #: the ratio is only checked past this many uncompressed bytes (headers dominate tiny layers)
+    ratio_floor: int = 16 << 20
+
+
+@dataclass(frozen=True)
+class Extracted:
+    root: Path
+    files: int
+    total_bytes: int
+
+
+class _Counting:
+    """Counts the compressed bytes read from the layer file, for the ratio limit."""
+
+    def __init__(self, raw: IO[bytes]) -> None:
+        self.raw = raw
+        self.count = 0
+
+    def read(self, size: int = -1) -> bytes:
+        data = self.raw.read(size)
+        self.count += len(data)
+        return data
+
+
+def _safe_name(name: str) -> str | None:
+    """The normalised relative path, or None for the root entry; raises on anything unsafe."""
+    if name.startswith("/") or (len(name) > 1 and name[1] == ":"):
+        raise UnsafeArtifactError(name, "absolute path")
+    if "\\" in name or "\x00" in name:
+        raise UnsafeArtifactError(name, "backslash or NUL in the name")
+    if ".." in name.split("/"):
+        raise UnsafeArtifactError(name, "path contains '..'")
+    clean = posixpath.normpath(name)
+    if clean in (".", ""):
+        return None
+    return clean
+
+
+def _check_type(member: tarfile.TarInfo) -> None:
+    if member.issym():
+        raise UnsafeArtifactError(member.name, f"symbolic link (to {member.linkname})")
+    if member.islnk():
+        raise UnsafeArtifactError(member.name, f"hard link (to {member.linkname})")
+    if member.ischr() or member.isblk():
+        raise UnsafeArtifactError(member.name, "device file")
+    if member.isfifo():
+        raise UnsafeArtifactError(member.name, "fifo")
+    if not (member.isreg() or member.isdir()):
+        raise UnsafeArtifactError(member.name, "not a regular file or directory")
+
+
+def extract(layer: IO[bytes], target: Path, limits: Limits | None = None) -> Extracted:
+    """Extract the tar+gzip ``layer`` into ``target``, which must not exist or be an empty directory."""
+    limits = limits or Limits()
+    if target.exists() and (not target.is_dir() or any(target.iterdir())):
+        raise UsageError(f"{target} exists and is not an empty directory; choose a new output directory")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
+    try:
+        result = _extract_into(layer, staging, limits)
+        if target.exists():
+            target.rmdir()
+        staging.rename(target)
+        return Extracted(root=target, files=result[0], total_bytes=result[1])
+    except LockgateError:
+        raise
+    except (tarfile.TarError, EOFError, OSError, ValueError) as exc:
+        raise VerificationError(
+            f"the layer is not a valid tar+gzip archive ({exc}); nothing was written"
+        ) from None
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+
+
+def _extract_into(layer: IO[bytes], root: Path, limits: Limits) -> tuple[int, int]:
+    counting = _Counting(layer)
+    seen: set[str] = set()
+    files = 0
+    total = 0
+    with tarfile.open(fileobj=counting, mode="r|gz") as tar:  # type: ignore[call-overload]
+        for member in tar:
+            name = _safe_name(member.name)
+            _check_type(member)
+            if name is None:
+                continue
+            if name in seen:
+                raise UnsafeArtifactError(member.name, "appears twice in the layer")
+            seen.add(name)
+            dest = root.joinpath(*name.split("/"))
+            if member.isdir():
+                dest.mkdir(parents=True, exist_ok=True)
+                os.chmod(dest, 0o755)
+                continue
+            files += 1
+            if files > limits.max_files:
+                raise UnsafeArtifactError(member.name, f"more than {limits.max_files} files (limit)")
+            if total + member.size > limits.max_total_bytes:
+                raise UnsafeArtifactError(
+                    member.name, f"total size exceeds {limits.max_total_bytes} bytes (limit)"
+                )
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            if dest.exists():
+                raise UnsafeArtifactError(member.name, "collides with an entry already extracted")
+            source = tar.extractfile(member)
+            if source is None:
+                raise UnsafeArtifactError(member.name, "unreadable entry")
+            with open(dest, "xb") as out:
+                while chunk := source.read(CHUNK):
+                    total += len(chunk)
+                    out.write(chunk)
+                    if total > limits.ratio_floor and total > limits.max_ratio * max(counting.count, 1):
+                        raise UnsafeArtifactError(
+                            member.name,
+                            f"compression ratio above {limits.max_ratio:g}:1 (a decompression bomb?)",
+                        )
+            os.chmod(dest, 0o755 if member.mode & 0o100 else 0o644)
+    return files, total

@@ -1,0 +1,259 @@
+"""``RegistryClient``: the distribution API verbs lockgate needs, over one ``Transport``.
+
+Manifests travel as raw bytes and are addressed by the sha256 of exactly those bytes;
+blobs are streamed from and to files with their digest checked on the way. Used by the
+artifact commands, by signing (manifests by tag and digest, indexes) and by the image
+scanner (tag listing).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import urllib.parse
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import IO
+
+import requests
+
+from lockgate.errors import AuthError, RegistryError, ResolveError, VerificationError
+from lockgate.registry import credentials as creds_mod
+from lockgate.registry.credentials import Credentials
+from lockgate.registry.oci import MANIFEST_TYPES, sha256_digest
+from lockgate.registry.reference import DIGEST_PATTERN, Reference
+from lockgate.registry.transport import RetryPolicy, Transport
+
+CHUNK = 1 << 20
+MAX_MANIFEST_BYTES = 4 << 20
+
+
+@dataclass(frozen=True)
+class FetchedManifest:
+    content: bytes
+    media_type: str
+    digest: str
+
+
+def _scope(repo: str, actions: str) -> str:
+    return f"repository:{repo}:{actions}"
+
+
+class RegistryClient:
+    """One registry host. Build it with ``for_reference`` (credentials and scheme are found for you)."""
+
+    def __init__(self, transport: Transport) -> None:
+        self.transport = transport
+
+    @classmethod
+    def for_reference(
+        cls,
+        ref: Reference,
+        *,
+        credentials: Credentials | None = None,
+        insecure: bool = False,
+        retry: RetryPolicy | None = None,
+    ) -> RegistryClient:
+        """A client for ``ref.host``; plain http when ``insecure`` or when the host is loopback."""
+        found = creds_mod.find(ref.host, explicit=credentials)
+        transport = Transport(ref.host, credentials=found, insecure=insecure or ref.is_loopback, retry=retry)
+        return cls(transport)
+
+    @property
+    def host(self) -> str:
+        return self.transport.host
+
+    def head_manifest(self, repo: str, ref: str) -> str | None:
+        """The digest ``ref`` points to, or None when the registry does not know it."""
+        response = self.transport.request(
+            "HEAD",
+            f"/v2/{repo}/manifests/{ref}",
+            scope=_scope(repo, "pull"),
+            headers={"Accept": ", ".join(MANIFEST_TYPES)},
+        )
+        with response:
+            if response.status_code == 404:
+                return None
+            if response.status_code != 200:
+                raise _failure(response, f"{self.host}/{repo}:{ref}")
+            digest = response.headers.get("Docker-Content-Digest")
+        if digest and DIGEST_PATTERN.match(digest):
+            return digest
+        return self.get_manifest(repo, ref).digest
+
+    def resolve(self, ref: Reference) -> str:
+        """The manifest digest of ``ref``; a tag is resolved once, a digest is checked to exist."""
+        digest = self.head_manifest(ref.repository, ref.ref)
+        if digest is None:
+            raise ResolveError(f"{ref} not found: no manifest with that {'digest' if ref.digest else 'tag'}")
+        if ref.digest and digest != ref.digest:
+            raise VerificationError(f"{ref}: registry answered digest {digest}, not the one asked for")
+        return digest
+
+    def get_manifest(
+        self, repo: str, ref: str, *, accept: tuple[str, ...] = MANIFEST_TYPES
+    ) -> FetchedManifest:
+        where = f"{self.host}/{repo}{'@' if ref.startswith('sha') and ':' in ref else ':'}{ref}"
+        response = self.transport.request(
+            "GET",
+            f"/v2/{repo}/manifests/{ref}",
+            scope=_scope(repo, "pull"),
+            headers={"Accept": ", ".join(accept)},
+            stream=True,
+        )
+        with response:
+            if response.status_code == 404:
+                raise ResolveError(f"oci://{where} not found")
+            if response.status_code != 200:
+                raise _failure(response, where)
+            content = _read_limited(response, MAX_MANIFEST_BYTES, where)
+            media_type = response.headers.get("Content-Type", "").split(";")[0].strip()
+        digest = sha256_digest(content)
+        if DIGEST_PATTERN.match(ref) and digest != ref:
+            raise VerificationError(f"oci://{where}: the manifest bytes hash to {digest}; refusing it")
+        return FetchedManifest(content=content, media_type=media_type, digest=digest)
+
+    def put_manifest(self, repo: str, ref: str, content: bytes, media_type: str) -> str:
+        """Store ``content`` under ``ref`` (a tag or its own digest); returns sha256 of the bytes."""
+        digest = sha256_digest(content)
+        response = self.transport.request(
+            "PUT",
+            f"/v2/{repo}/manifests/{ref}",
+            scope=_scope(repo, "pull,push"),
+            headers={"Content-Type": media_type},
+            data=content,
+        )
+        with response:
+            if response.status_code not in (200, 201):
+                raise _failure(response, f"{self.host}/{repo}:{ref}")
+            answered = response.headers.get("Docker-Content-Digest")
+        if answered and answered != digest:
+            raise RegistryError(
+                f"{self.host}/{repo}: registry stored the manifest as {answered}, expected {digest}"
+            )
+        return digest
+
+    def delete_manifest(self, repo: str, digest: str) -> None:
+        response = self.transport.request(
+            "DELETE", f"/v2/{repo}/manifests/{digest}", scope=_scope(repo, "delete")
+        )
+        with response:
+            if response.status_code == 404:
+                raise ResolveError(f"oci://{self.host}/{repo}@{digest} not found")
+            if response.status_code not in (200, 202):
+                raise _failure(response, f"{self.host}/{repo}@{digest}")
+
+    def blob_exists(self, repo: str, digest: str) -> bool:
+        response = self.transport.request(
+            "HEAD", f"/v2/{repo}/blobs/{digest}", scope=_scope(repo, "pull,push")
+        )
+        with response:
+            if response.status_code == 200:
+                return True
+            if response.status_code == 404:
+                return False
+            raise _failure(response, f"{self.host}/{repo} blob {digest}")
+
+    def upload_blob(self, repo: str, stream: IO[bytes] | bytes, *, digest: str, size: int) -> None:
+        """Monolithic upload (POST then PUT); a file object is streamed, and rewound on retry."""
+        where = f"{self.host}/{repo} blob {digest}"
+        scope = _scope(repo, "pull,push")
+        started = self.transport.request("POST", f"/v2/{repo}/blobs/uploads/", scope=scope)
+        with started:
+            if started.status_code != 202 or not started.headers.get("Location"):
+                raise _failure(started, where)
+            location = urllib.parse.urljoin(self.transport.base_url + "/", started.headers["Location"])
+        response = self.transport.request(
+            "PUT",
+            location,
+            scope=scope,
+            params={"digest": digest},
+            data=stream,
+            headers={"Content-Type": "application/octet-stream", "Content-Length": str(size)},
+        )
+        with response:
+            if response.status_code == 400 and "DIGEST_INVALID" in response.text:
+                raise VerificationError(
+                    f"{where}: the registry computed a different digest for the uploaded bytes"
+                )
+            if response.status_code != 201:
+                raise _failure(response, where)
+
+    def download_blob(self, repo: str, digest: str, dest: IO[bytes], *, max_size: int | None = None) -> int:
+        """Stream the blob into ``dest``, checking its digest; returns the byte count."""
+        where = f"{self.host}/{repo} blob {digest}"
+        response = self.transport.request(
+            "GET", f"/v2/{repo}/blobs/{digest}", scope=_scope(repo, "pull"), stream=True
+        )
+        with response:
+            if response.status_code == 404:
+                raise ResolveError(f"{where} not found")
+            if response.status_code != 200:
+                raise _failure(response, where)
+            algorithm, _, expected = digest.partition(":")
+            hasher = hashlib.new(algorithm)
+            total = 0
+            for chunk in response.iter_content(CHUNK):
+                total += len(chunk)
+                if max_size is not None and total > max_size:
+                    raise VerificationError(f"{where} is larger than the {max_size} bytes allowed")
+                hasher.update(chunk)
+                dest.write(chunk)
+        if hasher.hexdigest() != expected:
+            raise VerificationError(
+                f"{where}: content hashes to {algorithm}:{hasher.hexdigest()}; "
+                "the blob was tampered with or corrupted"
+            )
+        return total
+
+    def list_tags(self, repo: str, *, page_size: int = 1000) -> list[str]:
+        """Every tag of ``repo``, following ``Link`` pagination with ``n=page_size``."""
+        return list(self.iter_tags(repo, page_size=page_size))
+
+    def iter_tags(self, repo: str, *, page_size: int = 1000) -> Iterator[str]:
+        url: str | None = f"/v2/{repo}/tags/list"
+        params: dict[str, str] | None = {"n": str(page_size)}
+        while url is not None:
+            response = self.transport.request("GET", url, scope=_scope(repo, "pull"), params=params)
+            with response:
+                if response.status_code == 404:
+                    raise ResolveError(f"repository oci://{self.host}/{repo} not found")
+                if response.status_code != 200:
+                    raise _failure(response, f"{self.host}/{repo}")
+                body = response.json()
+                link = response.links.get("next", {}).get("url")
+            yield from (body.get("tags") or []) if isinstance(body, dict) else []
+            url = (
+                urllib.parse.urljoin(self.transport.base_url + f"/v2/{repo}/tags/list", link)
+                if link
+                else None
+            )
+            params = None
+
+
+def _read_limited(response: requests.Response, limit: int, where: str) -> bytes:
+    parts: list[bytes] = []
+    total = 0
+    for chunk in response.iter_content(64 * 1024):
+        total += len(chunk)
+        if total > limit:
+            raise RegistryError(f"manifest of oci://{where} is larger than {limit} bytes; refusing it")
+        parts.append(chunk)
+    return b"".join(parts)
+
+
+def _failure(response: requests.Response, where: str) -> Exception:
+    code, message = "", ""
+    try:
+        body = response.json()
+        first = (body.get("errors") or [{}])[0] if isinstance(body, dict) else {}
+        code, message = str(first.get("code", "")), str(first.get("message", ""))
+    except (ValueError, AttributeError, IndexError):
+        pass
+    detail = (
+        f"HTTP {response.status_code}" + (f" {code}" if code else "") + (f": {message}" if message else "")
+    )
+    if response.status_code == 403:
+        return AuthError(f"oci://{where}: access denied ({detail}); check the credentials' permissions")
+    if response.status_code == 404:
+        return ResolveError(f"oci://{where} not found ({detail})")
+    return RegistryError(f"oci://{where}: {detail}")

@@ -1,0 +1,143 @@
+"""Find credentials for a registry host, the way docker, oras and Flux do.
+
+Order: explicit ``--creds user:pass``; the Docker config (``$DOCKER_CONFIG/config.json``
+or ``~/.docker/config.json``): ``credHelpers[host]``, then ``auths[host]``, then
+``credsStore``; ``GITHUB_TOKEN`` for ghcr.io inside GitHub Actions; else anonymous.
+Credentials are held in a ``Credentials`` value whose ``repr`` hides the secret, and
+nothing here ever puts a secret into an error message.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+import os
+import shutil
+import subprocess
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from lockgate.errors import AuthError, UsageError
+
+
+@dataclass(frozen=True)
+class Credentials:
+    """A username and a secret (password or token). ``identity_token`` is an OAuth2 refresh token."""
+
+    username: str
+    secret: str = field(repr=False)
+    identity_token: bool = False
+    origin: str = "explicit"
+
+    @classmethod
+    def from_flag(cls, text: str) -> Credentials:
+        """Parse ``--creds user:password`` (a bare ``user`` is refused: we never prompt)."""
+        username, sep, secret = text.partition(":")
+        if not sep or not username or not secret:
+            raise UsageError("--creds must be USER:PASSWORD (or USER:TOKEN)")
+        return cls(username=username, secret=secret, origin="--creds")
+
+
+def docker_config_path(env: Mapping[str, str] | None = None) -> Path:
+    env = os.environ if env is None else env
+    base = env.get("DOCKER_CONFIG")
+    return Path(base) / "config.json" if base else Path.home() / ".docker" / "config.json"
+
+
+def _normalise_host(key: str) -> str:
+    host = key.split("://", 1)[-1]
+    host = host.split("/", 1)[0]
+    return "docker.io" if host in ("index.docker.io", "registry-1.docker.io") else host
+
+
+def _read_config(path: Path) -> dict[str, Any]:
+    try:
+        text = path.read_text()
+    except FileNotFoundError:
+        return {}
+    except OSError as exc:
+        raise UsageError(f"cannot read Docker config {path}: {exc.strerror}") from exc
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise UsageError(
+            f"Docker config {path} is not valid JSON (line {exc.lineno}): fix or remove it"
+        ) from exc
+    return value if isinstance(value, dict) else {}
+
+
+def _from_auth_entry(entry: Mapping[str, Any], origin: str) -> Credentials | None:
+    token = entry.get("identitytoken")
+    if isinstance(entry.get("auth"), str) and entry["auth"]:
+        try:
+            decoded = base64.b64decode(entry["auth"]).decode()
+        except (binascii.Error, UnicodeDecodeError) as exc:
+            raise UsageError(f"{origin}: the 'auth' field is not base64 of USER:PASSWORD") from exc
+        username, _, secret = decoded.partition(":")
+    else:
+        username, secret = str(entry.get("username", "")), str(entry.get("password", ""))
+    if isinstance(token, str) and token:
+        return Credentials(username=username or "<token>", secret=token, identity_token=True, origin=origin)
+    if username and secret:
+        return Credentials(username=username, secret=secret, origin=origin)
+    return None
+
+
+def _from_helper(helper: str, host: str) -> Credentials | None:
+    program = shutil.which(f"docker-credential-{helper}")
+    origin = f"credential helper docker-credential-{helper}"
+    if program is None:
+        raise AuthError(f"{origin} is configured for {host} but not found on PATH")
+    for candidate in (host, f"https://{host}"):
+        proc = subprocess.run([program, "get"], input=candidate, capture_output=True, text=True, timeout=60)
+        if proc.returncode == 0:
+            try:
+                reply = json.loads(proc.stdout)
+            except json.JSONDecodeError as exc:
+                raise AuthError(f"{origin} returned something that is not JSON for {host}") from exc
+            username, secret = str(reply.get("Username", "")), str(reply.get("Secret", ""))
+            if not secret:
+                return None
+            if username == "<token>":
+                return Credentials(username=username, secret=secret, identity_token=True, origin=origin)
+            return Credentials(username=username, secret=secret, origin=origin)
+        if "credentials not found" not in (proc.stdout + proc.stderr).lower():
+            raise AuthError(f"{origin} failed for {host} (exit {proc.returncode})")
+    return None
+
+
+def find(
+    host: str, *, explicit: Credentials | None = None, env: Mapping[str, str] | None = None
+) -> Credentials | None:
+    """The credentials to use for ``host``, or None for anonymous access."""
+    if explicit is not None:
+        return explicit
+    env = os.environ if env is None else env
+    path = docker_config_path(env)
+    config = _read_config(path)
+    wanted = _normalise_host(host)
+    helpers = config.get("credHelpers") or {}
+    for key, helper in helpers.items() if isinstance(helpers, dict) else ():
+        if _normalise_host(key) == wanted and isinstance(helper, str):
+            return _from_helper(helper, host)
+    auths = config.get("auths") or {}
+    for key, entry in auths.items() if isinstance(auths, dict) else ():
+        if _normalise_host(key) == wanted and isinstance(entry, dict):
+            found = _from_auth_entry(entry, f"{path} auths[{key!r}]")
+            if found is not None:
+                return found
+    store = config.get("credsStore")
+    if isinstance(store, str) and store:
+        found = _from_helper(store, host)
+        if found is not None:
+            return found
+    if wanted == "ghcr.io" and env.get("GITHUB_ACTIONS") == "true" and env.get("GITHUB_TOKEN"):
+        return Credentials(
+            username=env.get("GITHUB_ACTOR", "github-actions"),
+            secret=env["GITHUB_TOKEN"],
+            origin="GITHUB_TOKEN",
+        )
+    return None

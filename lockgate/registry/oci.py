@@ -1,0 +1,154 @@
+"""OCI documents as typed values: descriptors, image manifests and image indexes.
+
+Manifests are stored and addressed by their exact bytes, so ``to_bytes`` writes the field
+order and compact form that go-containerregistry (and therefore Flux) writes; parsing
+checks the fields lockgate relies on and names the one that is wrong.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from lockgate.errors import ResolveError
+from lockgate.registry.reference import DIGEST_PATTERN
+
+OCI_MANIFEST = "application/vnd.oci.image.manifest.v1+json"
+OCI_INDEX = "application/vnd.oci.image.index.v1+json"
+DOCKER_MANIFEST = "application/vnd.docker.distribution.manifest.v2+json"
+DOCKER_LIST = "application/vnd.docker.distribution.manifest.list.v2+json"
+OCI_EMPTY = "application/vnd.oci.empty.v1+json"
+MANIFEST_TYPES = (OCI_MANIFEST, OCI_INDEX, DOCKER_MANIFEST, DOCKER_LIST)
+
+
+def sha256_digest(data: bytes) -> str:
+    return "sha256:" + hashlib.sha256(data).hexdigest()
+
+
+@dataclass(frozen=True)
+class Descriptor:
+    media_type: str
+    digest: str
+    size: int
+    annotations: Mapping[str, str] = field(default_factory=dict)
+    artifact_type: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        value: dict[str, Any] = {"mediaType": self.media_type, "size": self.size, "digest": self.digest}
+        if self.annotations:
+            value["annotations"] = dict(sorted(self.annotations.items()))
+        if self.artifact_type:
+            value["artifactType"] = self.artifact_type
+        return value
+
+    @classmethod
+    def from_json(cls, value: Any, where: str) -> Descriptor:
+        if not isinstance(value, dict):
+            raise ResolveError(f"{where} is not a descriptor object")
+        media_type, digest, size = value.get("mediaType"), value.get("digest"), value.get("size")
+        if not isinstance(media_type, str):
+            raise ResolveError(f"{where}.mediaType is missing")
+        if not isinstance(digest, str) or not DIGEST_PATTERN.match(digest):
+            raise ResolveError(f"{where}.digest is missing or not a sha256 digest")
+        if not isinstance(size, int) or size < 0:
+            raise ResolveError(f"{where}.size is missing or negative")
+        annotations = value.get("annotations") or {}
+        artifact_type = value.get("artifactType")
+        return cls(
+            media_type,
+            digest,
+            size,
+            dict(annotations),
+            artifact_type if isinstance(artifact_type, str) else None,
+        )
+
+
+@dataclass(frozen=True)
+class ImageManifest:
+    """An OCI image manifest (also read from Docker v2 manifests)."""
+
+    config: Descriptor
+    layers: tuple[Descriptor, ...]
+    annotations: Mapping[str, str] = field(default_factory=dict)
+    media_type: str = OCI_MANIFEST
+    artifact_type: str | None = None
+    subject: Descriptor | None = None
+
+    def to_bytes(self) -> bytes:
+        value: dict[str, Any] = {"schemaVersion": 2, "mediaType": self.media_type}
+        if self.artifact_type:
+            value["artifactType"] = self.artifact_type
+        value["config"] = self.config.to_json()
+        value["layers"] = [layer.to_json() for layer in self.layers]
+        if self.subject is not None:
+            value["subject"] = self.subject.to_json()
+        if self.annotations:
+            value["annotations"] = dict(sorted(self.annotations.items()))
+        return json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode()
+
+    @classmethod
+    def from_bytes(cls, data: bytes, *, where: str) -> ImageManifest:
+        try:
+            value = json.loads(data)
+        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+            raise ResolveError(f"manifest of {where} is not valid JSON") from exc
+        if not isinstance(value, dict):
+            raise ResolveError(f"manifest of {where} is not a JSON object")
+        media_type = value.get("mediaType", OCI_MANIFEST)
+        if media_type not in (OCI_MANIFEST, DOCKER_MANIFEST):
+            raise ResolveError(f"{where} is a {media_type}, not an image manifest")
+        layers = value.get("layers")
+        if not isinstance(layers, list):
+            raise ResolveError(f"manifest of {where}: 'layers' is missing")
+        subject = value.get("subject")
+        return cls(
+            config=Descriptor.from_json(value.get("config"), f"manifest of {where}: config"),
+            layers=tuple(
+                Descriptor.from_json(layer, f"manifest of {where}: layers[{i}]")
+                for i, layer in enumerate(layers)
+            ),
+            annotations=dict(value.get("annotations") or {}),
+            media_type=media_type,
+            artifact_type=value.get("artifactType"),
+            subject=None
+            if subject is None
+            else Descriptor.from_json(subject, f"manifest of {where}: subject"),
+        )
+
+
+@dataclass(frozen=True)
+class ImageIndex:
+    """An OCI image index (used for the referrers tag-schema fallback)."""
+
+    manifests: tuple[Descriptor, ...]
+    annotations: Mapping[str, str] = field(default_factory=dict)
+    artifact_type: str | None = None
+
+    def to_bytes(self) -> bytes:
+        value: dict[str, Any] = {"schemaVersion": 2, "mediaType": OCI_INDEX}
+        if self.artifact_type:
+            value["artifactType"] = self.artifact_type
+        value["manifests"] = [m.to_json() for m in self.manifests]
+        if self.annotations:
+            value["annotations"] = dict(sorted(self.annotations.items()))
+        return json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode()
+
+    @classmethod
+    def from_bytes(cls, data: bytes, *, where: str) -> ImageIndex:
+        try:
+            value = json.loads(data)
+        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+            raise ResolveError(f"index of {where} is not valid JSON") from exc
+        if not isinstance(value, dict) or not isinstance(value.get("manifests"), list):
+            raise ResolveError(f"{where} is not an image index ('manifests' is missing)")
+        return cls(
+            manifests=tuple(
+                Descriptor.from_json(m, f"index of {where}: manifests[{i}]")
+                for i, m in enumerate(value["manifests"])
+            ),
+            annotations=dict(value.get("annotations") or {}),
+            artifact_type=value.get("artifactType"),
+        )

@@ -1,0 +1,116 @@
+"""Parse and print artifact references: ``oci://host[:port]/repo[:tag][@sha256:hex]``.
+
+Every command that talks to a registry starts here, so a malformed reference is
+rejected before any network traffic, with a message that shows the expected shape.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import re
+from dataclasses import dataclass, replace
+
+from lockgate.errors import UsageError
+
+SCHEME = "oci://"
+_HOST = re.compile(
+    r"^(?:[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?(?:\.[A-Za-z0-9-]+)*|\[[0-9a-fA-F:]+\])(?::\d+)?$"
+)
+_COMPONENT = re.compile(r"^[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*$")
+_TAG = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$")
+DIGEST_PATTERN = re.compile(r"^sha256:[a-f0-9]{64}$|^sha512:[a-f0-9]{128}$")
+
+
+@dataclass(frozen=True)
+class Reference:
+    """A repository in a registry, optionally narrowed to a tag and/or a digest."""
+
+    host: str
+    repository: str
+    tag: str | None = None
+    digest: str | None = None
+
+    @property
+    def ref(self) -> str:
+        """What to put after ``/manifests/``: the digest when known, else the tag, else ``latest``."""
+        return self.digest or self.tag or "latest"
+
+    @property
+    def name(self) -> str:
+        """``host/repo``, as Flux prints ``repository``."""
+        return f"{self.host}/{self.repository}"
+
+    @property
+    def is_loopback(self) -> bool:
+        """localhost, 127.0.0.0/8 or ::1: where plain http is the default, as in go-containerregistry."""
+        if self.host.startswith("["):
+            hostname = self.host[1:].split("]", 1)[0]
+        else:
+            hostname = self.host.rsplit(":", 1)[0]
+        if hostname == "localhost":
+            return True
+        try:
+            return ipaddress.ip_address(hostname).is_loopback
+        except ValueError:
+            return False
+
+    def with_tag(self, tag: str) -> Reference:
+        return replace(self, tag=_check_tag(tag, tag), digest=None)
+
+    def with_digest(self, digest: str) -> Reference:
+        return replace(self, digest=_check_digest(digest, digest))
+
+    def __str__(self) -> str:
+        text = f"{SCHEME}{self.host}/{self.repository}"
+        if self.tag:
+            text += f":{self.tag}"
+        if self.digest:
+            text += f"@{self.digest}"
+        return text
+
+
+def parse(text: str, *, default_tag: str | None = None) -> Reference:
+    """Parse ``oci://host/repo[:tag][@digest]`` (the ``oci://`` prefix is optional)."""
+    body = text[len(SCHEME) :] if text.startswith(SCHEME) else text
+    if "://" in body:
+        raise UsageError(f"invalid reference {text!r}: only oci:// references are supported")
+    digest = None
+    if "@" in body:
+        body, digest = body.split("@", 1)
+        _check_digest(digest, text)
+    host, sep, path = body.partition("/")
+    if not sep or not path:
+        raise UsageError(
+            f"invalid reference {text!r}: expected oci://REGISTRY/REPOSITORY[:TAG|@sha256:DIGEST]"
+        )
+    if not _HOST.match(host) or ("." not in host and ":" not in host and host != "localhost"):
+        raise UsageError(
+            f"invalid reference {text!r}: {host!r} is not a registry host "
+            "(write the registry explicitly, e.g. oci://ghcr.io/org/repo)"
+        )
+    tag = None
+    last = path.rsplit("/", 1)[-1]
+    if ":" in last:
+        path, tag = path.rsplit(":", 1)
+        _check_tag(tag, text)
+    for component in path.split("/"):
+        if not _COMPONENT.match(component):
+            raise UsageError(
+                f"invalid reference {text!r}: repository component {component!r} must be lowercase "
+                "letters, digits and separators (., _, __, -)"
+            )
+    if tag is None and digest is None:
+        tag = default_tag
+    return Reference(host=host, repository=path, tag=tag, digest=digest)
+
+
+def _check_tag(tag: str, text: str) -> str:
+    if not _TAG.match(tag):
+        raise UsageError(f"invalid tag {tag!r} in {text!r}: tags are [A-Za-z0-9_][A-Za-z0-9_.-]{{0,127}}")
+    return tag
+
+
+def _check_digest(digest: str, text: str) -> str:
+    if not DIGEST_PATTERN.match(digest):
+        raise UsageError(f"invalid digest {digest!r} in {text!r}: expected sha256:<64 lowercase hex digits>")
+    return digest

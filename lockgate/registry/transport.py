@@ -1,0 +1,224 @@
+"""The one seam between lockgate and a registry's HTTP API (the httpx ``handle_request`` idea).
+
+``Transport.request`` chooses http or https, answers Basic and Bearer challenges (anonymous
+tokens too), retries connection failures, 429 and 5xx with backoff while honouring
+``Retry-After``, and rewinds seekable request bodies between attempts so large blobs are
+streamed from disk, never held in memory. Errors name the host and what was attempted,
+never the credentials.
+"""
+
+from __future__ import annotations
+
+import base64
+import email.utils
+import re
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import IO, Any
+
+import requests
+
+from lockgate import __version__
+from lockgate.errors import AuthError, RegistryError
+from lockgate.registry.credentials import Credentials
+
+RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
+_CHALLENGE_PARAM = re.compile(r'(\w+)\s*=\s*(?:"([^"]*)"|([^\s,]+))')
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """Attempts per request and the backoff between them (seconds; doubled each time, capped)."""
+
+    attempts: int = 4
+    backoff: float = 0.5
+    cap: float = 30.0
+
+    def delay(self, attempt: int, retry_after: str | None) -> float:
+        if retry_after:
+            seconds = _parse_retry_after(retry_after)
+            if seconds is not None:
+                return min(max(seconds, 0.0), self.cap)
+        return float(min(self.backoff * (2**attempt), self.cap))
+
+
+def _parse_retry_after(value: str) -> float | None:
+    value = value.strip()
+    if value.isdigit():
+        return float(value)
+    try:
+        parsed = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    return parsed.timestamp() - time.time()
+
+
+def parse_challenge(header: str) -> tuple[str, dict[str, str]]:
+    """Split ``Bearer realm="...",service="...",scope="..."`` into the scheme and its parameters."""
+    scheme, _, rest = header.strip().partition(" ")
+    params = {
+        m.group(1).lower(): m.group(2) if m.group(2) is not None else m.group(3)
+        for m in _CHALLENGE_PARAM.finditer(rest)
+    }
+    return scheme.lower(), params
+
+
+class Transport:
+    """HTTP to one registry host, with authentication and retries."""
+
+    def __init__(
+        self,
+        host: str,
+        *,
+        credentials: Credentials | None = None,
+        insecure: bool = False,
+        retry: RetryPolicy | None = None,
+        timeout: float = 60.0,
+        session: requests.Session | None = None,
+    ) -> None:
+        self.host = host
+        self.base_url = f"{'http' if insecure else 'https'}://{host}"
+        self.credentials = credentials
+        self.retry = retry or RetryPolicy()
+        self.timeout = timeout
+        self.session = session or requests.Session()
+        self.session.headers["User-Agent"] = f"lockgate/{__version__}"
+        self._basic = False
+        self._tokens: dict[str, str] = {}
+
+    def request(
+        self,
+        method: str,
+        url: str,
+        *,
+        scope: str,
+        headers: Mapping[str, str] | None = None,
+        params: Mapping[str, str] | None = None,
+        data: bytes | IO[bytes] | None = None,
+        stream: bool = False,
+    ) -> requests.Response:
+        """Send one request (``url`` absolute or relative to the host); returns any non-retryable answer."""
+        full = url if "://" in url else self.base_url + url
+        start = data.tell() if data is not None and not isinstance(data, bytes) else None
+        authenticated_once = False
+        attempt = 0
+        while True:
+            if start is not None and not isinstance(data, bytes) and data is not None:
+                data.seek(start)
+            try:
+                response = self.session.request(
+                    method,
+                    full,
+                    headers=self._headers(scope, headers),
+                    params=params,
+                    data=data,
+                    stream=stream,
+                    timeout=self.timeout,
+                    allow_redirects=True,
+                )
+            except (requests.ConnectionError, requests.Timeout) as exc:
+                if attempt + 1 >= self.retry.attempts:
+                    raise RegistryError(
+                        f"cannot reach registry {self.host} ({method} {_path(full)}): {_reason(exc)}; "
+                        "check the address, the network, and --insecure for plain-http registries"
+                    ) from None
+                time.sleep(self.retry.delay(attempt, None))
+                attempt += 1
+                continue
+            if response.status_code == 401 and not authenticated_once:
+                authenticated_once = True
+                self._authenticate(response, scope)
+                response.close()
+                continue
+            if response.status_code in RETRY_STATUSES and attempt + 1 < self.retry.attempts:
+                delay = self.retry.delay(attempt, response.headers.get("Retry-After"))
+                response.close()
+                time.sleep(delay)
+                attempt += 1
+                continue
+            if response.status_code == 401:
+                response.close()
+                raise self._refused(scope)
+            return response
+
+    def _headers(self, scope: str, extra: Mapping[str, str] | None) -> dict[str, str]:
+        headers = dict(extra or {})
+        token = self._tokens.get(scope)
+        if token is not None:
+            headers["Authorization"] = f"Bearer {token}"
+        elif self._basic and self.credentials is not None:
+            pair = f"{self.credentials.username}:{self.credentials.secret}".encode()
+            headers["Authorization"] = "Basic " + base64.b64encode(pair).decode()
+        return headers
+
+    def _authenticate(self, response: requests.Response, scope: str) -> None:
+        scheme, params = parse_challenge(response.headers.get("WWW-Authenticate", ""))
+        if scheme == "basic":
+            if self.credentials is None or self.credentials.identity_token:
+                raise self._refused(scope)
+            self._basic = True
+        elif scheme == "bearer" and params.get("realm"):
+            self._tokens[scope] = self._fetch_token(params, scope)
+        else:
+            raise AuthError(f"registry {self.host} asked for unsupported authentication {scheme or 'none'!r}")
+
+    def _fetch_token(self, challenge: Mapping[str, str], scope: str) -> str:
+        query = {"scope": scope}
+        if challenge.get("service"):
+            query["service"] = challenge["service"]
+        creds = self.credentials
+        realm = challenge["realm"]
+        try:
+            if creds is not None and creds.identity_token:
+                form = {
+                    **query,
+                    "grant_type": "refresh_token",
+                    "refresh_token": creds.secret,
+                    "client_id": "lockgate",
+                }
+                reply = self.session.post(realm, data=form, timeout=self.timeout)
+            else:
+                auth = (creds.username, creds.secret) if creds is not None else None
+                reply = self.session.get(realm, params=query, auth=auth, timeout=self.timeout)
+        except (requests.ConnectionError, requests.Timeout) as exc:
+            raise RegistryError(f"cannot reach the token service of {self.host}: {_reason(exc)}") from None
+        if reply.status_code in (401, 403):
+            raise self._refused(scope)
+        if reply.status_code != 200:
+            raise RegistryError(f"token service of {self.host} answered HTTP {reply.status_code} for {scope}")
+        body: Any = reply.json()
+        token = body.get("token") or body.get("access_token") if isinstance(body, dict) else None
+        if not isinstance(token, str) or not token:
+            raise RegistryError(f"token service of {self.host} returned no token for {scope}")
+        return token
+
+    def _refused(self, scope: str) -> AuthError:
+        if self.credentials is None:
+            return AuthError(
+                f"registry {self.host} requires authentication for {scope}: "
+                "pass --creds USER:PASSWORD or log in with 'docker login'"
+            )
+        return AuthError(
+            f"registry {self.host} refused the credentials from {self.credentials.origin} "
+            f"(user {self.credentials.username!r}) for {scope}; check them"
+        )
+
+
+def _path(url: str) -> str:
+    return "/" + url.split("://", 1)[-1].split("/", 1)[-1].split("?", 1)[0]
+
+
+def _reason(exc: Exception) -> str:
+    text = str(exc)
+    for marker in (
+        "Connection refused",
+        "Name or service not known",
+        "timed out",
+        "No route to host",
+        "Temporary failure in name resolution",
+        "Connection reset",
+    ):
+        if marker.lower() in text.lower():
+            return marker.lower()
+    return type(exc).__name__

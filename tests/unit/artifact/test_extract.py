@@ -1,0 +1,108 @@
+"""Safe extraction: what is refused, what the error names, and that nothing is left behind."""
+
+from __future__ import annotations
+
+import gzip
+import io
+import tarfile
+from pathlib import Path
+
+import pytest
+
+from lockgate.artifact import extract
+from lockgate.errors import UsageError, VerificationError
+
+
+def _member(
+    name: str, kind: bytes = tarfile.REGTYPE, data: bytes = b"x", link: str = ""
+) -> tuple[tarfile.TarInfo, bytes]:
+    info = tarfile.TarInfo(name)
+    info.type = kind
+    info.linkname = link
+    info.size = len(data) if kind == tarfile.REGTYPE else 0
+    return info, data
+
+
+def _layer(*members: tuple[tarfile.TarInfo, bytes]) -> io.BytesIO:
+    raw = io.BytesIO()
+    with tarfile.open(fileobj=raw, mode="w", format=tarfile.PAX_FORMAT) as tar:
+        for info, data in members:
+            tar.addfile(info, io.BytesIO(data) if info.isreg() else None)
+    return io.BytesIO(gzip.compress(raw.getvalue()))
+
+
+def test_extracts_files_and_dirs_with_normal_modes(tmp_path: Path) -> None:
+    exe, _ = _member("bin/run.sh", data=b"#!/bin/sh\n")
+    exe.mode = 0o4777
+    layer = _layer(
+        _member(".", tarfile.DIRTYPE),
+        _member("bin", tarfile.DIRTYPE),
+        (exe, b"#!/bin/sh\n"),
+        _member("a.yaml", data=b"kind: X\n"),
+    )
+    done = extract.extract(layer, tmp_path / "out")
+    assert (done.files, done.total_bytes) == (2, 18)
+    assert (tmp_path / "out" / "a.yaml").read_text() == "kind: X\n"
+    assert (tmp_path / "out" / "bin" / "run.sh").stat().st_mode & 0o7777 == 0o755
+    assert (tmp_path / "out" / "a.yaml").stat().st_mode & 0o7777 == 0o644
+
+
+@pytest.mark.parametrize(
+    ("member", "says"),
+    [
+        (_member("/etc/passwd"), "absolute path"),
+        (_member("../escape.yaml"), r"contains '\.\.'"),
+        (_member("a/../../escape.yaml"), r"contains '\.\.'"),
+        (_member("link", tarfile.SYMTYPE, link="/etc/passwd"), "symbolic link"),
+        (_member("hard", tarfile.LNKTYPE, link="a.yaml"), "hard link"),
+        (_member("dev", tarfile.CHRTYPE), "device file"),
+        (_member("blk", tarfile.BLKTYPE), "device file"),
+        (_member("pipe", tarfile.FIFOTYPE), "fifo"),
+        (_member("a.yaml"), "appears twice"),
+    ],
+    ids=[
+        "absolute",
+        "dotdot",
+        "dotdot-nested",
+        "symlink",
+        "hardlink",
+        "chardev",
+        "blockdev",
+        "fifo",
+        "duplicate",
+    ],
+)
+def test_refuses_and_leaves_nothing(tmp_path: Path, member: tuple[tarfile.TarInfo, bytes], says: str) -> None:
+    layer = _layer(_member("a.yaml"), _member("dir", tarfile.DIRTYPE), member)
+    with pytest.raises(extract.UnsafeArtifactError, match=says) as caught:
+        extract.extract(layer, tmp_path / "out")
+    assert caught.value.entry == member[0].name
+    assert member[0].name in str(caught.value)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_limits_on_count_size_and_ratio(tmp_path: Path) -> None:
+    many = _layer(*(_member(f"f{i}.yaml") for i in range(5)))
+    with pytest.raises(extract.UnsafeArtifactError, match=r"f3\.yaml.*more than 3 files"):
+        extract.extract(many, tmp_path / "a", extract.Limits(max_files=3))
+    big = _layer(_member("big.yaml", data=b"y" * 5000))
+    with pytest.raises(extract.UnsafeArtifactError, match=r"big\.yaml.*exceeds 4000 bytes"):
+        extract.extract(big, tmp_path / "b", extract.Limits(max_total_bytes=4000))
+    bomb = _layer(_member("bomb.yaml", data=b"\0" * (4 << 20)))
+    with pytest.raises(extract.UnsafeArtifactError, match=r"bomb\.yaml.*compression ratio above 50:1"):
+        extract.extract(bomb, tmp_path / "c", extract.Limits(max_ratio=50, ratio_floor=1 << 20))
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_corrupt_layer_is_a_verification_error(tmp_path: Path) -> None:
+    with pytest.raises(VerificationError, match="not a valid tar\\+gzip"):
+        extract.extract(io.BytesIO(b"\x1f\x8bnot really gzip"), tmp_path / "out")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_refuses_a_non_empty_target(tmp_path: Path) -> None:
+    (tmp_path / "out").mkdir()
+    (tmp_path / "out" / "keep").write_text("mine")
+    with pytest.raises(UsageError, match="not an empty directory"):
+        extract.extract(_layer(_member("a.yaml")), tmp_path / "out")
+    assert (tmp_path / "out" / "keep").read_text() == "mine"
