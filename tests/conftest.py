@@ -23,6 +23,9 @@ from tests.world.registry import Registry, start_registry
 if TYPE_CHECKING:
     from tests.world.kube import Cluster
 
+#: the local Sigstore stack (Fulcio, CT log, Rekor v2, TSA, an OIDC issuer) for keyless tests
+pytest_plugins = ["tests.world.sigstore_fixtures"]
+
 
 @pytest.fixture(scope="session")
 def world_dir() -> Iterator[Path]:

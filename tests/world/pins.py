@@ -59,6 +59,32 @@ func writeEmbeddedManifests(dir string) error {
 }
 """
 
+_TSA_METRICS_ON_LOOPBACK = """package server
+
+import (
+	"net/http"
+	"os"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// NewPrometheusServer serves prometheus metrics on $TSA_METRICS_ADDR, by default a free
+// loopback port (lockgate test world build; upstream listens on ":2112").
+func NewPrometheusServer(readTimeout, writeTimeout time.Duration) *http.Server {
+	addr := os.Getenv("TSA_METRICS_ADDR")
+	if addr == "" {
+		addr = "127.0.0.1:0"
+	}
+	return &http.Server{
+		Addr:         addr,
+		ReadTimeout:  readTimeout,
+		WriteTimeout: writeTimeout,
+		Handler:      promhttp.Handler(),
+	}
+}
+"""
+
 COMPONENTS: dict[str, GoComponent] = {
     c.name: c
     for c in (
@@ -124,6 +150,49 @@ COMPONENTS: dict[str, GoComponent] = {
             module="github.com/sigstore/cosign/v3",
             version="v3.1.3",
             programs={"cosign": "github.com/sigstore/cosign/v3/cmd/cosign"},
+        ),
+        # the local Sigstore stack for the keyless end-to-end test (tests/world/sigstore.py):
+        # Fulcio (ephemeral CA), TesseraCT (its CT log, POSIX storage), Rekor v2 (rekor-tiles,
+        # POSIX storage) and a timestamp authority (Rekor v2 entries carry no integrated time,
+        # so a verifier needs a signed timestamp). Newer releases of rekor-tiles (v2.4+) and
+        # timestamp-authority (v2.1.4+) need Go 1.27.
+        GoComponent(
+            name="fulcio",
+            module="github.com/sigstore/fulcio",
+            version="v1.8.8",
+            programs={"fulcio-server": "github.com/sigstore/fulcio"},
+            # three of fulcio's tests import chainguard.dev/sdk, which the proxy no longer
+            # serves (403 "not available"), and `go mod tidy` resolves tests of dependencies:
+            # the build replaces those test files with empty ones
+            overlay=tuple(
+                (path, f"package {package}\n")
+                for path, package in (
+                    ("pkg/server/grpc_server_test.go", "server"),
+                    ("pkg/identity/chainguard/principal_test.go", "chainguard"),
+                    ("pkg/identity/chainguard/issuer_test.go", "chainguard"),
+                )
+            ),
+        ),
+        GoComponent(
+            name="tesseract",
+            module="github.com/transparency-dev/tesseract",
+            version="v0.1.1",
+            programs={"tesseract-posix": "github.com/transparency-dev/tesseract/cmd/tesseract/posix"},
+        ),
+        GoComponent(
+            name="rekor-tiles",
+            module="github.com/sigstore/rekor-tiles/v2",
+            version="v2.3.0",
+            programs={"rekor-server-posix": "github.com/sigstore/rekor-tiles/v2/cmd/rekor-server/posix"},
+        ),
+        GoComponent(
+            name="timestamp-authority",
+            module="github.com/sigstore/timestamp-authority/v2",
+            version="v2.1.3",
+            programs={"timestamp-server": "github.com/sigstore/timestamp-authority/v2/cmd/timestamp-server"},
+            # upstream serves its metrics on the fixed ":2112" (every interface, and a clash
+            # between two worlds): this build binds them to loopback on a free port
+            overlay=(("pkg/server/prometheus.go", _TSA_METRICS_ON_LOOPBACK),),
         ),
     )
 }

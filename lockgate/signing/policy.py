@@ -1,0 +1,196 @@
+"""Verification policies: who must have signed, as values the CLI and the runner build.
+
+``KeyPolicy``: the signature must verify with this public key. ``KeylessPolicy``: the
+Sigstore certificate must chain to the trusted root and name this identity (a SAN) and
+OIDC issuer, exactly or by regular expression, and optionally this GitHub repository and
+ref. A regular expression must match the whole value (``re.fullmatch``): cosign matches
+unanchored, so a cosign policy written with ``^...$`` means the same here, and one
+without anchors is stricter here, never looser.
+
+``CertificatePolicy`` adapts a ``KeylessPolicy`` to sigstore-python's policy protocol and
+reports expected against found when the certificate does not match.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from cryptography.x509 import (
+    Certificate,
+    ExtensionNotFound,
+    ObjectIdentifier,
+    OtherName,
+    RFC822Name,
+    SubjectAlternativeName,
+    UniformResourceIdentifier,
+)
+
+from lockgate.errors import UsageError
+from lockgate.signing import keys, statement
+
+_ISSUER_V1 = ObjectIdentifier("1.3.6.1.4.1.57264.1.1")
+_ISSUER_V2 = ObjectIdentifier("1.3.6.1.4.1.57264.1.8")
+_GITHUB_REPOSITORY_V1 = ObjectIdentifier("1.3.6.1.4.1.57264.1.5")
+_GITHUB_REF_V1 = ObjectIdentifier("1.3.6.1.4.1.57264.1.6")
+_SOURCE_REPOSITORY_URI = ObjectIdentifier("1.3.6.1.4.1.57264.1.12")
+_SOURCE_REPOSITORY_REF = ObjectIdentifier("1.3.6.1.4.1.57264.1.14")
+_OTHERNAME_SAN = ObjectIdentifier("1.3.6.1.4.1.57264.1.7")
+
+
+@dataclass(frozen=True)
+class Match:
+    """An expected value: exact, or a regular expression over the whole value."""
+
+    value: str
+    regexp: bool = False
+
+    def __post_init__(self) -> None:
+        if self.regexp:
+            try:
+                re.compile(self.value)
+            except re.error as exc:
+                raise UsageError(f"invalid regular expression {self.value!r}: {exc}") from None
+
+    def matches(self, found: str | None) -> bool:
+        if found is None:
+            return False
+        return re.fullmatch(self.value, found) is not None if self.regexp else found == self.value
+
+    def __str__(self) -> str:
+        return f"matching /{self.value}/" if self.regexp else repr(self.value)
+
+
+@dataclass(frozen=True)
+class KeyPolicy:
+    """Signed with the private half of ``key``; ``source`` names the key in messages."""
+
+    key: keys.PublicKey
+    source: str = "the public key"
+    check_repository: bool = True
+
+    @classmethod
+    def from_file(cls, path: Path) -> KeyPolicy:
+        try:
+            data = path.read_bytes()
+        except OSError as exc:
+            raise UsageError(f"cannot read public key {path}: {exc.strerror}") from None
+        return cls(key=keys.load_public_key(data, source=str(path)), source=str(path))
+
+
+@dataclass(frozen=True)
+class KeylessPolicy:
+    """A Sigstore certificate for ``identity`` from ``issuer`` (plus optional GitHub claims).
+
+    ``trusted_root`` is a trusted_root.json for a private or air-gapped Sigstore; None means
+    the public-good production instance (the root that ships with sigstore-python, updated
+    over TUF when online).
+    """
+
+    identity: Match
+    issuer: Match
+    github_repository: str | None = None
+    github_ref: str | None = None
+    trusted_root: Path | None = None
+    offline: bool = False
+    #: the statement type that counts as a signature (cosign v3's); other attestations do not
+    predicate_type: str = statement.COSIGN_SIGN_PREDICATE
+
+
+Policy = KeyPolicy | KeylessPolicy
+
+
+@dataclass(frozen=True)
+class CertificateFacts:
+    """What a Fulcio certificate says about its subject."""
+
+    identities: list[str] = field(default_factory=list)
+    issuer: str | None = None
+    github_repository: str | None = None
+    github_ref: str | None = None
+
+    @classmethod
+    def of(cls, cert: Certificate) -> CertificateFacts:
+        identities: list[str] = []
+        try:
+            san = cert.extensions.get_extension_for_class(SubjectAlternativeName).value
+            identities += san.get_values_for_type(RFC822Name)
+            identities += san.get_values_for_type(UniformResourceIdentifier)
+            identities += [
+                other.value.decode(errors="replace")
+                for other in san.get_values_for_type(OtherName)
+                if other.type_id == _OTHERNAME_SAN
+            ]
+        except ExtensionNotFound:
+            pass
+        repository = _raw(cert, _GITHUB_REPOSITORY_V1)
+        if repository is None:
+            uri = _der_string(cert, _SOURCE_REPOSITORY_URI)
+            repository = uri.removeprefix("https://github.com/") if uri else None
+        return cls(
+            identities=identities,
+            issuer=_der_string(cert, _ISSUER_V2) or _raw(cert, _ISSUER_V1),
+            github_repository=repository,
+            github_ref=_raw(cert, _GITHUB_REF_V1) or _der_string(cert, _SOURCE_REPOSITORY_REF),
+        )
+
+    def mismatches(self, policy: KeylessPolicy) -> list[str]:
+        """Each way the certificate fails ``policy``, as "expected X, found Y"; empty when it passes."""
+        problems = []
+        if not any(policy.identity.matches(found) for found in self.identities):
+            problems.append(f"identity: expected {policy.identity}, found {_list(self.identities)}")
+        if not policy.issuer.matches(self.issuer):
+            problems.append(f"issuer: expected {policy.issuer}, found {self.issuer!r}")
+        if policy.github_repository is not None and policy.github_repository != self.github_repository:
+            problems.append(
+                f"GitHub repository: expected {policy.github_repository!r}, found {self.github_repository!r}"
+            )
+        if policy.github_ref is not None and policy.github_ref != self.github_ref:
+            problems.append(f"GitHub ref: expected {policy.github_ref!r}, found {self.github_ref!r}")
+        return problems
+
+
+class CertificatePolicy:
+    """sigstore-python's ``VerificationPolicy`` protocol for a ``KeylessPolicy``."""
+
+    def __init__(self, policy: KeylessPolicy) -> None:
+        self.policy = policy
+        self.facts: CertificateFacts | None = None
+
+    def verify(self, cert: Certificate) -> None:
+        from sigstore.errors import VerificationError as SigstoreVerificationError
+
+        self.facts = CertificateFacts.of(cert)
+        problems = self.facts.mismatches(self.policy)
+        if problems:
+            raise SigstoreVerificationError(
+                "the signing certificate does not match the policy: " + "; ".join(problems)
+            )
+
+
+def _list(values: list[str]) -> str:
+    return ", ".join(repr(v) for v in values) if values else "no identity"
+
+
+def _raw(cert: Certificate, oid: ObjectIdentifier) -> str | None:
+    try:
+        value = cert.extensions.get_extension_for_oid(oid).value
+    except ExtensionNotFound:
+        return None
+    return bytes(getattr(value, "value", b"")).decode(errors="replace")
+
+
+def _der_string(cert: Certificate, oid: ObjectIdentifier) -> str | None:
+    """A Fulcio v2 extension: a DER UTF8String (tag 0x0C) with a short or long length."""
+    try:
+        data = bytes(getattr(cert.extensions.get_extension_for_oid(oid).value, "value", b""))
+    except ExtensionNotFound:
+        return None
+    if len(data) < 2 or data[0] != 0x0C:
+        return None
+    length, offset = data[1], 2
+    if length & 0x80:
+        count = length & 0x7F
+        length, offset = int.from_bytes(data[2 : 2 + count], "big"), 2 + count
+    return data[offset : offset + length].decode(errors="replace")

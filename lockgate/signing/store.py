@@ -1,0 +1,193 @@
+"""Reading and writing signatures in a registry: the one I/O module of signing.
+
+Everything here is a thin sequence of registry calls around the pure documents of
+``layout``. Reads are for one manifest digest, resolved once by the caller; a registry
+that cannot be reached raises (the caller turns that into a refusal, never into "no
+signatures, allow").
+"""
+
+from __future__ import annotations
+
+import io
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from lockgate.errors import LockgateError, RegistryError, ResolveError
+from lockgate.registry import RegistryClient
+from lockgate.signing import layout, simplesigning
+
+MAX_PAYLOAD = 1 << 20
+MAX_BUNDLE = 4 << 20
+
+
+@dataclass(frozen=True)
+class LegacySignature:
+    """One simple-signing layer of a ``.sig`` manifest: the payload and its base64 signature."""
+
+    payload: bytes | None
+    signature_b64: str
+    annotations: dict[str, str]
+    problem: str | None = None
+
+
+@dataclass(frozen=True)
+class StoredBundle:
+    """A Sigstore bundle found among the referrers of a digest."""
+
+    manifest_digest: str
+    bundle: bytes | None
+    subject_digest: str | None
+    problem: str | None = None
+
+
+def read_json(data: bytes, where: str) -> dict[str, Any]:
+    try:
+        value = json.loads(data)
+    except ValueError:
+        raise ResolveError(f"{where} is not valid JSON") from None
+    if not isinstance(value, dict):
+        raise ResolveError(f"{where} is not a JSON object")
+    return value
+
+
+def _optional_manifest(client: RegistryClient, repo: str, ref: str) -> dict[str, Any] | None:
+    try:
+        fetched = client.get_manifest(repo, ref)
+    except ResolveError:
+        return None
+    return read_json(fetched.content, f"manifest {repo}:{ref}")
+
+
+def _blob(client: RegistryClient, repo: str, digest: str, max_size: int) -> bytes:
+    sink = io.BytesIO()
+    client.download_blob(repo, digest, sink, max_size=max_size)
+    return sink.getvalue()
+
+
+def read_legacy(client: RegistryClient, repo: str, digest: str) -> list[LegacySignature]:
+    """The simple-signing layers at ``sha256-<hex>.sig``; a layer whose blob is unreadable is
+    kept with a ``problem`` so the caller can say why it did not count."""
+    manifest = _optional_manifest(client, repo, layout.signature_tag(digest))
+    if manifest is None:
+        return []
+    found = []
+    for layer in manifest.get("layers") or []:
+        if not isinstance(layer, dict) or layer.get("mediaType") != simplesigning.MEDIA_TYPE:
+            continue
+        notes = {str(k): str(v) for k, v in (layer.get("annotations") or {}).items()}
+        signature = notes.get(layout.SIGNATURE_ANNOTATION, "")
+        payload: bytes | None = None
+        problem = None
+        try:
+            payload = _blob(client, repo, str(layer.get("digest")), MAX_PAYLOAD)
+        except RegistryError:
+            raise
+        except LockgateError as exc:
+            problem = f"its payload blob could not be read ({exc})"
+        found.append(
+            LegacySignature(payload=payload, signature_b64=signature, annotations=notes, problem=problem)
+        )
+    return found
+
+
+def read_referrers(client: RegistryClient, repo: str, digest: str) -> dict[str, Any]:
+    """The referrers index of ``digest``: the referrers API, else the tag-schema fallback index."""
+    response = client.transport.request(
+        "GET",
+        f"/v2/{repo}/referrers/{digest}",
+        scope=f"repository:{repo}:pull",
+        headers={"Accept": layout.OCI_INDEX},
+    )
+    with response:
+        if response.status_code == 200:
+            return read_json(response.content, f"referrers of {repo}@{digest}")
+        if response.status_code >= 500:
+            raise RegistryError(f"{client.host}/{repo}: referrers API answered HTTP {response.status_code}")
+    return _optional_manifest(client, repo, layout.referrers_tag(digest)) or {}
+
+
+def read_bundles(client: RegistryClient, repo: str, digest: str) -> list[StoredBundle]:
+    """The Sigstore bundles that refer to ``digest``, each with the subject its manifest names."""
+    found = []
+    for entry in layout.bundle_entries(read_referrers(client, repo, digest)):
+        manifest_digest = str(entry.get("digest"))
+        try:
+            fetched = client.get_manifest(repo, manifest_digest)
+            manifest = read_json(fetched.content, f"referrer {manifest_digest}")
+            layers = [
+                item
+                for item in manifest.get("layers") or []
+                if isinstance(item, dict) and item.get("mediaType") == layout.BUNDLE_MEDIA_TYPE
+            ]
+            if not layers:
+                raise ResolveError("it has no bundle layer")
+            bundle: bytes | None = _blob(client, repo, str(layers[0].get("digest")), MAX_BUNDLE)
+            subject = manifest.get("subject") or {}
+            found.append(StoredBundle(manifest_digest, bundle, subject.get("digest")))
+        except RegistryError:
+            raise
+        except LockgateError as exc:
+            found.append(StoredBundle(manifest_digest, None, None, problem=f"unreadable: {exc}"))
+    return found
+
+
+def write_legacy(client: RegistryClient, repo: str, digest: str, layer: dict[str, Any]) -> str:
+    """Add a signature layer to ``sha256-<hex>.sig`` (read-modify-write); returns the manifest digest."""
+    tag = layout.signature_tag(digest)
+    manifest, config = layout.add_signature_layer(_optional_manifest(client, repo, tag), layer)
+    _ensure_blob(client, repo, config.data, config.digest)
+    return client.put_manifest(repo, tag, layout.encode(manifest), layout.OCI_MANIFEST)
+
+
+def upload(client: RegistryClient, repo: str, data: bytes) -> str:
+    digest = layout.sha256_digest(data)
+    _ensure_blob(client, repo, data, digest)
+    return digest
+
+
+def _ensure_blob(client: RegistryClient, repo: str, data: bytes, digest: str) -> None:
+    if not client.blob_exists(repo, digest):
+        client.upload_blob(repo, data, digest=digest, size=len(data))
+
+
+def subject_of(client: RegistryClient, repo: str, digest: str) -> dict[str, Any]:
+    """The descriptor of the manifest ``digest`` (media type and size), for a referrer's ``subject``."""
+    fetched = client.get_manifest(repo, digest)
+    return {
+        "mediaType": fetched.media_type or layout.OCI_MANIFEST,
+        "size": len(fetched.content),
+        "digest": fetched.digest,
+    }
+
+
+def write_bundle(
+    client: RegistryClient, repo: str, digest: str, bundle: bytes, *, predicate_type: str, created: str
+) -> str:
+    """Push a bundle as a referrer of ``digest`` and list it in the fallback index when the
+    registry has no referrers API; returns the referrer manifest digest."""
+    manifest, config, layer = layout.bundle_referrer(
+        bundle, subject=subject_of(client, repo, digest), predicate_type=predicate_type, created=created
+    )
+    for blob in (config, layer):
+        _ensure_blob(client, repo, blob.data, blob.digest)
+    data = layout.encode(manifest)
+    referrer = client.put_manifest(repo, layout.sha256_digest(data), data, layout.OCI_MANIFEST)
+    if not _has_referrers_api(client, repo, digest):
+        tag = layout.referrers_tag(digest)
+        index = layout.add_referrer(
+            _optional_manifest(client, repo, tag), layout.referrer_entry(manifest, data)
+        )
+        client.put_manifest(repo, tag, layout.encode(index), layout.OCI_INDEX)
+    return referrer
+
+
+def _has_referrers_api(client: RegistryClient, repo: str, digest: str) -> bool:
+    response = client.transport.request(
+        "GET",
+        f"/v2/{repo}/referrers/{digest}",
+        scope=f"repository:{repo}:pull",
+        headers={"Accept": layout.OCI_INDEX},
+    )
+    with response:
+        return response.status_code == 200
