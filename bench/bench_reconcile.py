@@ -1,0 +1,219 @@
+"""Reconcile passes against ``kubectl apply --server-side --prune --applyset`` on the same objects.
+
+For 1,000 and 5,000 objects (ConfigMaps, Services and Deployments in equal parts, one
+namespace per tool): first apply, no-op pass, 10% changed, 10% pruned. Both run as child
+processes so their peak RSS is measured the same way (``os.wait4`` of that child). API
+request counts: ours from the pass's own JSON report, kubectl's from its ``-v=6`` request log
+(logging on in both kubectl runs, so its cost is included; it is small next to the requests).
+Deployments have zero replicas and Services are headless (the world's service range is
+small), so controllers and IP allocation stay out of the measurement.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from bench.common import BenchResult
+from tests.world import binaries
+from tests.world.world import World
+
+SIZES = (1000, 5000)
+_REQUEST_LINE = re.compile(r'verb="(GET|PATCH|POST|PUT|DELETE)"|\b(GET|PATCH|POST|PUT|DELETE) https://')
+
+
+def objects(n: int, ns: str, *, revision: int, changed: int = 0, dropped: int = 0) -> list[dict[str, Any]]:
+    """``n`` objects; every ``changed``-th has a new annotation, every ``dropped``-th is left out."""
+    out: list[dict[str, Any]] = []
+    for i in range(n):
+        if dropped and i % dropped == 0:
+            continue
+        annotations = {"bench/rev": str(revision if changed and i % changed == 0 else 1)}
+        meta = {"name": f"o{i}", "namespace": ns, "annotations": annotations}
+        kind = i % 3
+        if kind == 0:
+            out.append({"apiVersion": "v1", "kind": "ConfigMap", "metadata": meta, "data": {"i": str(i)}})
+        elif kind == 1:
+            out.append(
+                {
+                    "apiVersion": "v1",
+                    "kind": "Service",
+                    "metadata": meta,
+                    "spec": {
+                        "clusterIP": "None",
+                        "selector": {"app": f"o{i}"},
+                        "ports": [{"port": 80, "targetPort": 8080}],
+                    },
+                }
+            )
+        else:
+            out.append(
+                {
+                    "apiVersion": "apps/v1",
+                    "kind": "Deployment",
+                    "metadata": meta,
+                    "spec": {
+                        "replicas": 0,
+                        "selector": {"matchLabels": {"app": f"o{i}"}},
+                        "template": {
+                            "metadata": {"labels": {"app": f"o{i}"}},
+                            "spec": {"containers": [{"name": "app", "image": "registry.example/app:1"}]},
+                        },
+                    },
+                }
+            )
+    return out
+
+
+#: Forks and execs the command from a small interpreter and reports the child's peak RSS.
+#: Linux charges a process the high-water RSS of the image it exec'd from, so a child
+#: forked straight from this (large) benchmark process would report at least our own RSS.
+_LAUNCHER = (
+    "import os, sys\n"
+    "pid = os.fork()\n"
+    "if pid == 0:\n"
+    "    os.execvp(sys.argv[2], sys.argv[2:])\n"
+    "_, status, usage = os.wait4(pid, 0)\n"
+    "open(sys.argv[1], 'w').write(str(usage.ru_maxrss))\n"
+    "sys.exit(os.waitstatus_to_exitcode(status))\n"
+)
+
+
+def _run(argv: list[str], env: dict[str, str] | None = None) -> tuple[float, int, str, str]:
+    """Run to completion; (seconds, peak RSS in KiB of the command, stdout, stderr)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        rss_file = Path(tmp) / "rss"
+        with open(Path(tmp) / "out", "w+b") as out, open(Path(tmp) / "err", "w+b") as err:
+            launcher = [sys.executable, "-I", "-S", "-c", _LAUNCHER, str(rss_file)]
+            start = time.perf_counter()
+            proc = subprocess.run(
+                [*launcher, *argv], stdout=out, stderr=err, env={**os.environ, **(env or {})}
+            )
+            elapsed = time.perf_counter() - start
+            out.seek(0)
+            err.seek(0)
+            stdout, stderr = out.read().decode(), err.read().decode()
+        rss = int(rss_file.read_text()) if rss_file.exists() else 0
+    if proc.returncode != 0:
+        raise RuntimeError(f"{argv[0]} failed ({proc.returncode}): {stderr[-2000:]}")
+    return elapsed, rss, stdout, stderr
+
+
+def _push(world: World, repo: str, tag: str, docs: list[dict[str, Any]]) -> str:
+    from lockgate import registry
+    from lockgate.artifact import manifest, pack
+
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp) / "src"
+        root.mkdir()
+        (root / "objects.yaml").write_text(yaml.safe_dump_all(docs))
+        layer = pack.pack(root, Path(tmp) / "layer.tgz")
+        built = manifest.build(layer.digest, layer.size, {})
+        ref = registry.parse(world.registry.oci(repo, f":{tag}"))
+        client = registry.RegistryClient.for_reference(ref)
+        client.upload_blob(
+            repo, built.config_blob, digest=built.manifest.config.digest, size=len(built.config_blob)
+        )
+        with open(layer.path, "rb") as stream:
+            client.upload_blob(repo, stream, digest=layer.digest, size=layer.size)
+        digest = client.put_manifest(repo, tag, built.content, built.manifest.media_type)
+    return world.registry.oci(repo, f"@{digest}")
+
+
+def run(world: World, sizes: tuple[int, ...] = SIZES) -> list[BenchResult]:
+    assert world.cluster is not None
+    cluster = world.cluster
+    kubectl = str(binaries.binary("kubectl"))
+    results: list[BenchResult] = []
+    for n in sizes:
+        ours_ns, peer_ns = f"bench-lg-{n}", f"bench-kc-{n}"
+        for ns in (ours_ns, peer_ns):
+            cluster.kubectl("create", "namespace", ns, check=False)
+        scenarios = [
+            ("first apply", objects(n, "{ns}", revision=1), "<= 1.0x"),
+            ("no-op", objects(n, "{ns}", revision=1), "<= 0.2x"),
+            ("10% changed", objects(n, "{ns}", revision=2, changed=10), ""),
+            ("10% pruned", objects(n, "{ns}", revision=2, changed=10, dropped=10), ""),
+        ]
+        with tempfile.TemporaryDirectory() as tmp:
+            for index, (scenario, template, goal) in enumerate(scenarios):
+                text = yaml.safe_dump_all(template)
+                mine = yaml.safe_load_all(text.replace("{ns}", ours_ns))
+                url = _push(world, f"bench/reconcile-{n}", f"s{index}", list(mine))
+                ours_s, ours_rss, out, _ = _run(
+                    [
+                        sys.executable,
+                        "-m",
+                        "lockgate",
+                        "reconcile",
+                        url,
+                        "--name",
+                        f"bench-{n}",
+                        "-n",
+                        ours_ns,
+                        "--insecure-skip-verify",
+                        "--prune",
+                        "--allow-mass-prune",
+                        "-o",
+                        "json",
+                        f"--kubeconfig={cluster.kubeconfig}",
+                    ]
+                )
+                report = json.loads(out)
+                manifest_file = Path(tmp) / f"s{index}.yaml"
+                manifest_file.write_text(text.replace("{ns}", peer_ns))
+                peer_s, peer_rss, _, log = _run(
+                    [
+                        kubectl,
+                        f"--kubeconfig={cluster.kubeconfig}",
+                        "apply",
+                        "--server-side",
+                        "--prune",
+                        f"--applyset=secret/kc-{n}",
+                        "-n",
+                        peer_ns,
+                        "-f",
+                        str(manifest_file),
+                        "-v=6",
+                    ],
+                    env={"KUBECTL_APPLYSET": "true"},
+                )
+                results.append(
+                    BenchResult(
+                        "reconcile",
+                        f"{n} objects: {scenario}",
+                        ours_s,
+                        "kubectl apply --server-side --prune --applyset",
+                        peer_s,
+                        goal=goal,
+                        extra={
+                            "ours_requests": sum(report["requests"].values()),
+                            "ours_writes": report["requests"].get("patch", 0)
+                            + report["requests"].get("delete", 0),
+                            "peer_requests": len(_REQUEST_LINE.findall(log)),
+                            "ours_rss_mb": round(ours_rss / 1024, 1),
+                            "peer_rss_mb": round(peer_rss / 1024, 1),
+                            "counts": report["counts"],
+                        },
+                    )
+                )
+    return results
+
+
+if __name__ == "__main__":
+    only = tuple(int(a) for a in sys.argv[1:]) or SIZES
+    started = World.start(full=False)
+    try:
+        for result in run(started, only):
+            print(json.dumps(result.as_dict()))
+    finally:
+        started.stop()

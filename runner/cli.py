@@ -1,0 +1,93 @@
+"""``lockgate reconcile``: one pass for one source (flags) or for each Sync of a ``--config`` file.
+
+Thin: flags become ``SyncOptions`` (``config``), each pass is one ``pipeline.reconcile``
+call, and the result is printed as a table or JSON (``report``). The exit code is that of
+the first failed pass (``lockgate.errors.ExitCode``).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import click
+
+from lockgate.errors import LockgateError, UsageError
+from runner import config, pipeline, report
+
+
+@click.command("reconcile")
+@click.argument("url", required=False)
+@click.option("--name", help="Sync name: the inventory is the Secret lockgate-NAME.")
+@click.option("--semver", help="Pick the highest tag in this semver range (Flux OCIRepository semantics).")
+@click.option("--path", "path", help="Subdirectory of the artifact to apply.")
+@click.option("--prune", is_flag=True, help="Delete objects that left the set.")
+@click.option("--wait", is_flag=True, help="Wait for applied objects to become healthy.")
+@click.option("--timeout", default="5m", show_default=True, help="Health wait timeout (30s, 5m, 1h).")
+@click.option("--namespace", "-n", help="Runner namespace holding the inventory (default lockgate-system).")
+@click.option("--target-namespace", help="Put namespaced objects into this namespace.")
+@click.option("--force", is_flag=True, help="Recreate objects whose immutable fields changed.")
+@click.option(
+    "--verify-key", type=click.Path(path_type=Path), help="cosign public key the artifact is signed with."
+)
+@click.option("--verify-identity", help="Keyless: expected certificate identity, exactly.")
+@click.option("--verify-identity-regexp", help="Keyless: expected certificate identity, a full-match regexp.")
+@click.option("--verify-issuer", help="Keyless: expected OIDC issuer, exactly.")
+@click.option("--verify-issuer-regexp", help="Keyless: expected OIDC issuer, a full-match regexp.")
+@click.option("--verify-trusted-root", type=click.Path(path_type=Path), help="Sigstore trusted_root.json.")
+@click.option("--insecure-skip-verify", is_flag=True, help="Apply without verifying a signature (unsafe).")
+@click.option(
+    "--dry-run", is_flag=True, help="Show what would be created, changed and pruned; change nothing."
+)
+@click.option("--allow-mass-prune", is_flag=True, help="Allow pruning every object or more than the share.")
+@click.option("--max-prune-share", type=float, default=0.5, show_default=True, help="Largest share prunable.")
+@click.option("--concurrency", type=int, default=8, show_default=True, help="Concurrent API requests.")
+@click.option(
+    "--kubeconfig", type=click.Path(path_type=Path), help="Kubeconfig (default $KUBECONFIG, in-cluster)."
+)
+@click.option("--config", "config_path", type=click.Path(path_type=Path), help="A file of Sync documents.")
+@click.option("--output", "-o", type=click.Choice(["table", "json"]), default="table", show_default=True)
+def reconcile(
+    url: str | None,
+    name: str | None,
+    config_path: Path | None,
+    kubeconfig: Path | None,
+    output: str,
+    dry_run: bool,
+    verify_key: Path | None,
+    verify_identity: str | None,
+    verify_identity_regexp: str | None,
+    verify_issuer: str | None,
+    verify_issuer_regexp: str | None,
+    verify_trusted_root: Path | None,
+    insecure_skip_verify: bool,
+    **flags: object,
+) -> None:
+    """Pull a verified artifact and converge the cluster (one pass)."""
+    if config_path is not None:
+        if url or name:
+            raise UsageError("--config cannot be combined with a URL or --name")
+        syncs = config.load(config_path, dry_run=dry_run)
+    else:
+        if not url or not name:
+            raise UsageError("reconcile needs an oci:// URL and --name (or --config FILE)")
+        verify = config.VerifySpec(
+            verify_key,
+            verify_identity,
+            verify_identity_regexp,
+            verify_issuer,
+            verify_issuer_regexp,
+            verify_trusted_root,
+            insecure_skip_verify,
+        )
+        syncs = [config.sync_options(name=name, url=url, verify=verify, dry_run=dry_run, **flags)]  # type: ignore[arg-type]
+    results = [pipeline.reconcile(sync, kubeconfig=kubeconfig) for sync in syncs]
+    if output == "json":
+        docs = [r.to_json() for r in results]
+        click.echo(json.dumps(docs[0] if config_path is None else docs, indent=2))
+    else:
+        for result in results:
+            click.echo(report.table(result))
+    failed: LockgateError | None = next((r.error for r in results if r.error is not None), None)
+    if failed is not None:
+        raise failed
