@@ -1,0 +1,212 @@
+"""The update step: scope policies to an automation, rewrite the tree, render the message.
+
+``setters_for`` decides (purely) which markers an automation may set, with Flux's
+scoping: only policies in the automation's namespace that match its ``policySelector``;
+policies elsewhere are reported as out of scope instead of being ignored silently
+(IAC #361). ``rewrite_tree`` reads the ``.yaml``/``.yml``/``Kustomization`` files under
+``update.path`` that contain the marker token and plans their rewrite with ``setters``;
+``write`` applies the plan. ``commit_message`` renders the template from the change model.
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from action.images import files, markers, message, setters
+from action.images.config import Automation, Config, ObjectKey
+from action.images.setters import FileResult, ProblemKind
+from lockgate.errors import ExitCode, UsageError
+
+
+@dataclass(frozen=True)
+class LatestRef:
+    """An ImagePolicy's ``status.latestRef``."""
+
+    image: str
+    tag: str
+    digest: str = ""
+
+    def __str__(self) -> str:
+        return f"{self.image}:{self.tag}" + (f"@{self.digest}" if self.digest else "")
+
+
+@dataclass(frozen=True)
+class PolicyResult:
+    key: ObjectKey
+    latest: LatestRef | None
+    error: str | None = None
+    candidates: int = 0  #: tags the ordering considered (after exclusions and filterTags)
+    exit_code: ExitCode | None = None  #: the failure's class when ``latest`` is None
+
+
+def setters_for(
+    config: Config, automation: Automation, results: Mapping[ObjectKey, PolicyResult]
+) -> setters.Setters:
+    values: dict[str, str] = {}
+    skipped: dict[str, tuple[ProblemKind, str]] = {}
+    for key, pol in sorted(config.policies.items()):
+        selector = automation.policy_selector
+        if key.namespace != automation.key.namespace:
+            reason = f"policy {key} is outside the automation's namespace {automation.key.namespace!r}"
+            skipped[str(key)] = (ProblemKind.OUT_OF_SCOPE, reason)
+        elif selector is not None and not selector.matches(pol.labels):
+            skipped[str(key)] = (ProblemKind.OUT_OF_SCOPE, f"policy {key} is not selected by policySelector")
+        elif (result := results.get(key)) is None or result.latest is None:
+            error = result.error if result is not None and result.error else "not evaluated"
+            skipped[str(key)] = (ProblemKind.NO_VALUE, f"policy {key} has no latest image: {error}")
+        else:
+            latest = result.latest
+            values.update(
+                setters.Setters.for_policy(str(key), image=latest.image, tag=latest.tag, digest=latest.digest)
+            )
+    return setters.Setters(values, skipped)
+
+
+@dataclass(frozen=True)
+class TreeResult:
+    files: tuple[FileResult, ...] = ()
+
+    @property
+    def changed(self) -> tuple[FileResult, ...]:
+        return tuple(f for f in self.files if f.changed)
+
+    @property
+    def problems(self) -> list[tuple[str, setters.Problem]]:
+        return [(f.path, p) for f in self.files for p in f.problems]
+
+
+def _resolve_update_path(root: Path, update_path: str) -> Path:
+    base = root.resolve()
+    target = (base / update_path).resolve()
+    if target != base and base not in target.parents:
+        raise UsageError(f"update.path {update_path!r} leaves the repository {root}")
+    return target
+
+
+def discover(root: Path, update_path: str = ".") -> list[Path]:
+    """Candidate files, sorted; symbolic links and ``.git`` are never followed."""
+    start = _resolve_update_path(root, update_path)
+    if start.is_file():
+        return [start]
+    return [Path(p) for p in files.walk(start, names=("Kustomization",))]
+
+
+def _marked(root: Path, update_path: str) -> list[tuple[str, bytes]]:
+    """(path relative to ``root``, content) of the candidate files holding the marker token."""
+    start = _resolve_update_path(root, update_path)
+    base = str(root.resolve()) + os.sep
+    token = setters.TOKEN.encode()
+    paths = [str(start)] if start.is_file() else files.walk(start, names=("Kustomization",))
+    found = []
+    for path in paths:
+        data = files.read(path)
+        if token in data:
+            found.append((path.removeprefix(base), data))
+    return found
+
+
+def rewrite_tree(root: Path, update_path: str, table: setters.Setters) -> TreeResult:
+    return TreeResult(tuple(setters.rewrite(path, data, table) for path, data in _marked(root, update_path)))
+
+
+@dataclass(frozen=True)
+class Current:
+    """A marker as it is in the repository now."""
+
+    file: str
+    line: int
+    setter: str
+    value: str
+
+
+def current_values(root: Path, update_path: str = ".") -> dict[str, list[Current]]:
+    """Markers under ``update_path`` by policy (``ns:name``), for the scan's CURRENT column."""
+    found: dict[str, list[Current]] = {}
+    for path, data in _marked(root, update_path):
+        marked, _ = markers.find(data)
+        for item in marked:
+            policy = ":".join(item.setter.split(":")[:2])
+            found.setdefault(policy, []).append(Current(path, item.line, item.setter, item.value))
+    return found
+
+
+def write(root: Path, tree: TreeResult) -> list[str]:
+    """Write the changed files in place; returns their paths relative to ``root``."""
+    for result in tree.changed:
+        (root / result.path).write_bytes(result.updated)
+    return [result.path for result in tree.changed]
+
+
+def unified_diff(tree: TreeResult) -> str:
+    chunks: list[str] = []
+    for result in tree.changed:
+        chunks.extend(
+            difflib.unified_diff(
+                result.original.decode().splitlines(keepends=True),
+                result.updated.decode().splitlines(keepends=True),
+                fromfile=f"a/{result.path}",
+                tofile=f"b/{result.path}",
+            )
+        )
+    return "".join(chunks)
+
+
+# --- the data Flux's messageTemplate sees (field names as in Go) ------------------------
+
+
+@dataclass(frozen=True, order=True)
+class TemplateObject:
+    """Field names are Go's: they are the template's API."""
+
+    APIVersion: str
+    Kind: str
+    Namespace: str
+    Name: str
+
+
+@dataclass(frozen=True)
+class TemplateChange:
+    OldValue: str
+    NewValue: str
+    Setter: str
+
+
+@dataclass(frozen=True)
+class TemplateChanged:
+    FileChanges: dict[str, dict[TemplateObject, list[TemplateChange]]]
+    Objects: dict[TemplateObject, list[TemplateChange]]
+    Changes: list[TemplateChange]
+
+
+@dataclass(frozen=True)
+class TemplateData:
+    AutomationObject: str
+    Changed: TemplateChanged
+    Values: dict[str, str] = field(default_factory=dict)
+
+
+def template_data(automation: Automation, tree: TreeResult) -> TemplateData:
+    files: dict[str, dict[TemplateObject, list[TemplateChange]]] = {}
+    objects: dict[TemplateObject, list[TemplateChange]] = {}
+    changes: list[TemplateChange] = []
+    for result in tree.changed:
+        for change in result.changes:
+            obj = change.object
+            key = TemplateObject(obj.api_version, obj.kind, obj.namespace, obj.name)
+            item = TemplateChange(change.old, change.new, change.setter)
+            files.setdefault(result.path, {}).setdefault(key, []).append(item)
+            objects.setdefault(key, []).append(item)
+            if item not in changes:
+                changes.append(item)
+    automation_name = f"{automation.key.namespace}/{automation.key.name}"
+    return TemplateData(
+        automation_name, TemplateChanged(files, objects, changes), dict(automation.template_values)
+    )
+
+
+def commit_message(automation: Automation, tree: TreeResult) -> str:
+    return message.render(automation.message_template, template_data(automation, tree))

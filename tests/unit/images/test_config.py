@@ -1,0 +1,144 @@
+"""Configuration: Flux kinds and the native kind, and errors that name file, document, field."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from action.images import config, native, policy
+from action.images.config import ObjectKey
+
+DATA = Path(__file__).parents[2] / "data" / "images"
+
+
+def test_reads_flux_kinds() -> None:
+    loaded = config.load(DATA / "flux")
+    key = ObjectKey("apps", "podinfo")
+    repo = loaded.repositories[key]
+    assert repo.image == "ghcr.io/stefanprodan/podinfo"
+    assert repo.exclusion_list == (r"^.*\.sig$",)
+    assert repo.secret_ref == "regcred"
+    pol = loaded.policies[key]
+    assert pol.repository == key
+    assert pol.choice == policy.NumericalChoice("asc")
+    assert pol.tag_filter == policy.TagFilter("^main-[a-f0-9]+-(?P<ts>[0-9]+)", "$ts")
+    assert pol.digest_reflection == "IfNotPresent"
+    (automation,) = loaded.automations
+    assert (automation.author_name, automation.author_email) == (
+        "fluxcdbot",
+        "fluxcdbot@users.noreply.github.com",
+    )
+    assert automation.checkout_branch == "main" and automation.push_branch == "image-updates"
+    assert automation.update_path == "./clusters/my-cluster"
+    assert automation.policy_selector is not None
+    assert automation.policy_selector.matches({"team": "web"})
+    assert not automation.policy_selector.matches({"team": "web", "tier": "legacy"})
+    assert not automation.policy_selector.matches({"team": "ops"})
+
+
+def test_reads_native_kind_as_the_same_model() -> None:
+    loaded = config.load(DATA / "native")
+    assert sorted(loaded.policies) == [ObjectKey("apps", "podinfo"), ObjectKey("apps", "redis")]
+    assert loaded.policies[ObjectKey("apps", "podinfo")].choice == policy.SemverChoice(">=6.0.0 <7.0.0")
+    assert loaded.policies[ObjectKey("apps", "redis")].choice == policy.AlphabeticalChoice("desc")
+    assert loaded.policies[ObjectKey("apps", "redis")].digest_reflection == "Always"
+    assert loaded.repositories[ObjectKey("apps", "redis")].exclusion_list == ("-alpine$",)
+    (automation,) = loaded.automations
+    assert automation.update_path == "deploy"
+    assert automation.policy_selector is not None
+    assert automation.policy_selector.matches({native.OWNER_LABEL: "web"})
+
+
+BAD = {
+    "missing_image": (
+        "apiVersion: image.toolkit.fluxcd.io/v1\nkind: ImageRepository\nmetadata: {name: a}\nspec: {}\n",
+        "bad.yaml: document 1: spec.image: required field is missing",
+    ),
+    "two_policies": (
+        "apiVersion: image.toolkit.fluxcd.io/v1\nkind: ImagePolicy\nmetadata: {name: p}\n"
+        "spec: {imageRepositoryRef: {name: a}, policy: {semver: {range: '*'}, numerical: {}}}\n",
+        "bad.yaml: document 1: spec.policy: exactly one of semver, alphabetical, numerical is required",
+    ),
+    "invalid_range": (
+        "---\n---\napiVersion: image.toolkit.fluxcd.io/v1\nkind: ImagePolicy\nmetadata: {name: p}\n"
+        "spec: {imageRepositoryRef: {name: a}, policy: {semver: {range: '>= bar'}}}\n",
+        'bad.yaml: document 2: spec.policy.semver: invalid policy: improper constraint: ">= bar"',
+    ),
+    "invalid_pattern": (
+        "apiVersion: image.toolkit.fluxcd.io/v1\nkind: ImagePolicy\nmetadata: {name: p}\n"
+        "spec: {imageRepositoryRef: {name: a}, policy: {alphabetical: {}}, filterTags: {pattern: '('}}\n",
+        "bad.yaml: document 1: spec.filterTags.pattern: invalid policy: failed to filter tags",
+    ),
+    "missing_repository": (
+        "apiVersion: image.toolkit.fluxcd.io/v1\nkind: ImagePolicy\nmetadata: {name: p, namespace: x}\n"
+        "spec: {imageRepositoryRef: {name: gone}, policy: {alphabetical: {}}}\n",
+        "bad.yaml: document 1: spec.imageRepositoryRef: ImageRepository x:gone not found",
+    ),
+    "bad_order": (
+        "apiVersion: image.toolkit.fluxcd.io/v1\nkind: ImagePolicy\nmetadata: {name: p}\n"
+        "spec: {imageRepositoryRef: {name: a}, policy: {numerical: {order: up}}}\n",
+        "spec.policy.numerical: invalid policy: invalid order argument provided: 'UP'",
+    ),
+    "native_item_field": (
+        "apiVersion: lockgate.dev/v1alpha1\nkind: ImageAutomation\nmetadata: {name: w}\n"
+        "spec: {git: {author: {email: a@b}}, images: [{name: x, image: y, semver: '*', insecure: 'yes'}]}\n",
+        "bad.yaml: document 1: spec.images[0].insecure: expected true or false",
+    ),
+    "unparsable": (
+        "apiVersion: image.toolkit.fluxcd.io/v1\nkind: [\n",
+        "bad.yaml: cannot be parsed as YAML",
+    ),
+    "too_many_exclusions": (
+        "apiVersion: image.toolkit.fluxcd.io/v1\nkind: ImageRepository\nmetadata: {name: a}\n"
+        "spec: {image: x, exclusionList: [" + ", ".join(["a"] * 26) + "]}\n",
+        "spec.exclusionList: must have at most 25 items",
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(BAD))
+def test_errors_name_file_document_and_field(name: str, tmp_path: Path) -> None:
+    text, message = BAD[name]
+    (tmp_path / "bad.yaml").write_text(text)
+    with pytest.raises(config.ConfigError) as caught:
+        config.load(tmp_path)
+    assert message in caught.value.message
+
+
+def test_all_problems_reported_together(tmp_path: Path) -> None:
+    (tmp_path / "a.yaml").write_text(BAD["missing_image"][0])
+    (tmp_path / "b.yaml").write_text(BAD["missing_repository"][0])
+    with pytest.raises(config.ConfigError) as caught:
+        config.load(tmp_path)
+    assert len(caught.value.problems) == 2
+
+
+def test_files_without_our_kinds_are_ignored_even_if_broken(tmp_path: Path) -> None:
+    (tmp_path / "chart.yaml").write_text("{{ .Values.broken }\n")
+    assert config.load(tmp_path) == config.Config()
+
+
+def test_refspec_is_refused_rather_than_ignored(tmp_path: Path) -> None:
+    (tmp_path / "auto.yaml").write_text(
+        "apiVersion: image.toolkit.fluxcd.io/v1\nkind: ImageUpdateAutomation\n"
+        "metadata: {name: a, namespace: apps}\n"
+        "spec:\n  git:\n    commit: {author: {email: e@x}}\n"
+        "    push: {refspec: 'refs/heads/main:refs/heads/x'}\n"
+    )
+    with pytest.raises(config.ConfigError) as caught:
+        config.load(tmp_path)
+    assert caught.value.problems == [
+        "auto.yaml: document 1: spec.git.push.refspec: is not supported by lockgate; "
+        "use spec.git.push.branch or --branch"
+    ]
+
+
+def test_suspend_is_read(tmp_path: Path) -> None:
+    (tmp_path / "auto.yaml").write_text(
+        "apiVersion: image.toolkit.fluxcd.io/v1\nkind: ImageUpdateAutomation\n"
+        "metadata: {name: a, namespace: apps}\n"
+        "spec:\n  suspend: true\n  git: {commit: {author: {email: e@x}}}\n"
+    )
+    (automation,) = config.load(tmp_path).automations
+    assert automation.suspended

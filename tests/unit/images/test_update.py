@@ -1,0 +1,70 @@
+"""Scoping policies to an automation, and commit messages from Flux's template language."""
+
+from __future__ import annotations
+
+import pytest
+
+from action.images import message, policy, setters, update
+from action.images.config import Automation, Config, ImagePolicy, ObjectKey
+from action.images.fields import LabelSelector
+from action.images.setters import ProblemKind
+
+A, B, C = ObjectKey("apps", "a"), ObjectKey("apps", "b"), ObjectKey("other", "c")
+CONFIG = Config(
+    policies={
+        A: ImagePolicy(A, A, policy.AlphabeticalChoice(), labels={"team": "web"}),
+        B: ImagePolicy(B, B, policy.AlphabeticalChoice(), labels={"team": "ops"}),
+        C: ImagePolicy(C, C, policy.AlphabeticalChoice()),
+    }
+)
+RESULTS = {key: update.PolicyResult(key, update.LatestRef(f"img/{key.name}", "2.0")) for key in (A, B, C)}
+
+
+def test_only_policies_in_namespace_and_selector_are_setters() -> None:
+    automation = Automation(
+        ObjectKey("apps", "auto"), "", "e@x", policy_selector=LabelSelector({"team": "web"})
+    )
+    table = update.setters_for(CONFIG, automation, RESULTS)
+    assert table.values == {"apps:a": "img/a:2.0", "apps:a:tag": "2.0", "apps:a:name": "img/a"}
+    assert table.skipped["apps:b"][0] is ProblemKind.OUT_OF_SCOPE
+    assert table.skipped["other:c"][0] is ProblemKind.OUT_OF_SCOPE
+
+
+def test_policy_without_result_is_reported_not_applied() -> None:
+    automation = Automation(ObjectKey("apps", "auto"), "", "e@x")
+    results = {**RESULTS, A: update.PolicyResult(A, None, "no tags in database")}
+    table = update.setters_for(CONFIG, automation, results)
+    assert table.skipped["apps:a"] == (
+        ProblemKind.NO_VALUE,
+        "policy apps:a has no latest image: no tags in database",
+    )
+
+
+def _tree() -> update.TreeResult:
+    data = b'x: img/a:1.0 # {"$imagepolicy": "apps:a"}\n'
+    table = setters.Setters(setters.Setters.for_policy("apps:a", image="img/a", tag="2.0"))
+    return update.TreeResult((setters.rewrite("deploy/x.yaml", data, table),))
+
+
+TEMPLATES = {
+    "": "Update from image update automation",
+    "{{ .AutomationObject }}": "apps/auto",
+    "{{ range .Changed.Changes }}{{ .OldValue }} -> {{ .NewValue }}{{ end }}": "img/a:1.0 -> img/a:2.0",
+    "{{- range $f, $_ := .Changed.FileChanges }}\n  {{ $f }}\n{{- end }}": "\n  deploy/x.yaml",
+    "{{ len .Changed.Changes }} change{{ if .Values.plural }}s{{ else }}!{{ end }}": "1 change!",
+    "{{/* comment */}}{{ with .Values.team }}team {{ . }}{{ end }}": "",
+    "{{ range $obj, $c := .Changed.Objects }}{{ $obj.Kind }}{{ else }}none{{ end }}": "",
+}
+
+
+@pytest.mark.parametrize("template", sorted(TEMPLATES))
+def test_message_templates(template: str) -> None:
+    automation = Automation(ObjectKey("apps", "auto"), "", "e@x", message_template=template)
+    assert update.commit_message(automation, _tree()) == TEMPLATES[template]
+
+
+@pytest.mark.parametrize("template", ["{{ .Updated }}", '{{ printf "%s" .X }}', "{{ if .X }}", "{{ end }}"])
+def test_unsupported_or_wrong_templates_fail_loudly(template: str) -> None:
+    automation = Automation(ObjectKey("apps", "auto"), "", "e@x", message_template=template)
+    with pytest.raises(message.TemplateError):
+        update.commit_message(automation, _tree())
