@@ -268,3 +268,20 @@ def test_git_push_lands_and_non_fast_forward_is_rejected(
     assert "rejected" in rejected.stderr and "fetch first" in rejected.stderr
     head = _git("ls-remote", url, "refs/heads/main", cwd=tmp_path).stdout.split()[0]
     assert head == _git("rev-parse", "HEAD", cwd=two).stdout.strip()
+
+
+@pytest.mark.full
+def test_kwok_nodes_renew_their_leases(full_cluster: Cluster) -> None:
+    """Without lease renewals the node-lifecycle controller marks the nodes, and so every pod
+    on them, NotReady after its grace period: rollouts would flip back to unavailable."""
+    from kubernetes import client
+
+    coordination = client.CoordinationV1Api(full_cluster.api_client())
+
+    def renew_times() -> dict[str, Any]:
+        leases = coordination.list_namespaced_lease("kube-node-lease").items
+        return {lease.metadata.name: lease.spec.renew_time for lease in leases}
+
+    first = renew_times()
+    assert {f"kwok-node-{i}" for i in range(3)} <= set(first)
+    assert _wait_for(lambda: all(renew_times()[n] != first[n] for n in first if n.startswith("kwok")), 60)

@@ -185,6 +185,8 @@ class Cluster:
                 f"--kubeconfig={self.kubeconfig}",
                 f"--config={self._kwok_stages()}",
                 "--manage-all-nodes=false",
+                # leases keep the node-lifecycle controller from marking nodes (and so pods) NotReady
+                "--node-lease-duration-seconds=40",
                 f"--manage-nodes-with-annotation-selector={KWOK_NODE_ANNOTATION}=fake",
                 "--cidr=10.244.0.0/16",
                 "--node-ip=10.0.0.10",
