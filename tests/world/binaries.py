@@ -1,6 +1,6 @@
 """Build and cache the world's third-party binaries from the Go module proxy.
 
-Each component is built once into ``$LOCKGATE_CACHE/bin/<name>-<version>/`` (default
+Each component is built once into ``$LOCKGATE_WORLD_CACHE/bin/<name>-<version>/`` (default
 ``~/.cache/lockgate``) and reused until its pin changes. A build takes many minutes on
 two cores, so it prints progress. Modules that are not meant to be consumed as modules
 (``k8s.io/kubernetes``, etcd's server) are built through a small wrapper go.mod whose
@@ -30,7 +30,7 @@ _REPLACE_LINE = re.compile(r"^\s*(\S+)(?:\s+(\S+))?\s+=>\s+(\S+)(?:\s+(\S+))?\s*
 
 
 def cache_root() -> Path:
-    return Path(os.environ.get("LOCKGATE_CACHE", Path.home() / ".cache" / "lockgate"))
+    return Path(os.environ.get("LOCKGATE_WORLD_CACHE", Path.home() / ".cache" / "lockgate"))
 
 
 def _spec_hash(component: GoComponent) -> str:
