@@ -7,7 +7,6 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
-SYSTEM_PACKAGES := docker-registry apache2-utils age git
 PYTEST_ARGS ?=
 
 .PHONY: setup system-packages python-env binaries test lint unit demo world bench clean
@@ -20,6 +19,8 @@ system-packages:
 	command -v htpasswd >/dev/null || missing="$$missing apache2-utils"; \
 	command -v age >/dev/null || missing="$$missing age"; \
 	command -v git >/dev/null || missing="$$missing git"; \
+	command -v ssh-keygen >/dev/null || missing="$$missing openssh-client"; \
+	command -v gpg >/dev/null || missing="$$missing gnupg"; \
 	if [ -n "$$missing" ]; then \
 	  echo "setup: installing Debian packages:$$missing"; \
 	  if ! { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; }; then \
