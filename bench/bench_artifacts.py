@@ -12,7 +12,6 @@ import json
 import os
 import random
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
@@ -20,7 +19,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from bench.common import BenchResult
+from bench.common import BenchResult, run_measured
 from lockgate.artifact.cache import SETTLE_SECONDS
 from tests.world.binaries import binary
 
@@ -61,17 +60,8 @@ def make_tree(root: Path, files: int, total: int, seed: int = 7) -> Path:
 
 def timed(argv: Sequence[str], env: dict[str, str] | None = None) -> tuple[float, int]:
     """Seconds and peak RSS (KiB) of one child process, which must succeed."""
-    start = time.perf_counter()
-    proc = subprocess.Popen(
-        list(argv), stdout=subprocess.PIPE, stderr=subprocess.PIPE, env={**os.environ, **(env or {})}
-    )
-    _, status, usage = os.wait4(proc.pid, 0)
-    elapsed = time.perf_counter() - start
-    out = proc.stdout.read().decode() if proc.stdout else ""
-    err = proc.stderr.read().decode() if proc.stderr else ""
-    if os.waitstatus_to_exitcode(status) != 0:
-        raise RuntimeError(f"{' '.join(argv)} failed:\n{out}\n{err}")
-    return elapsed, usage.ru_maxrss
+    measured = run_measured(argv, env=env)
+    return measured.seconds, measured.rss_kib
 
 
 def collect(registry_host: str, workdir: Path) -> list[BenchResult]:
@@ -164,17 +154,8 @@ def collect(registry_host: str, workdir: Path) -> list[BenchResult]:
 
 
 def _oras_push(oras: str, host: str, repo: str, tree: Path) -> tuple[float, int]:
-    start = time.perf_counter()
-    proc = subprocess.Popen(
-        [oras, "push", "--plain-http", f"{host}/{repo}/oras:v1", "apps"],
-        cwd=tree,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-    )
-    _, status, usage = os.wait4(proc.pid, 0)
-    if os.waitstatus_to_exitcode(status) != 0:
-        raise RuntimeError(f"oras push failed: {proc.stderr.read().decode() if proc.stderr else ''}")
-    return time.perf_counter() - start, usage.ru_maxrss
+    measured = run_measured([oras, "push", "--plain-http", f"{host}/{repo}/oras:v1", "apps"], cwd=tree)
+    return measured.seconds, measured.rss_kib
 
 
 def _row(

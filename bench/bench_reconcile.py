@@ -12,18 +12,15 @@ small), so controllers and IP allocation stay out of the measurement.
 from __future__ import annotations
 
 import json
-import os
 import re
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-from bench.common import BenchResult
+from bench.common import BenchResult, run_measured
 from tests.world import binaries
 from tests.world.world import World
 
@@ -75,37 +72,10 @@ def objects(n: int, ns: str, *, revision: int, changed: int = 0, dropped: int = 
 
 
 #: Forks and execs the command from a small interpreter and reports the child's peak RSS.
-#: Linux charges a process the high-water RSS of the image it exec'd from, so a child
-#: forked straight from this (large) benchmark process would report at least our own RSS.
-_LAUNCHER = (
-    "import os, sys\n"
-    "pid = os.fork()\n"
-    "if pid == 0:\n"
-    "    os.execvp(sys.argv[2], sys.argv[2:])\n"
-    "_, status, usage = os.wait4(pid, 0)\n"
-    "open(sys.argv[1], 'w').write(str(usage.ru_maxrss))\n"
-    "sys.exit(os.waitstatus_to_exitcode(status))\n"
-)
-
-
 def _run(argv: list[str], env: dict[str, str] | None = None) -> tuple[float, int, str, str]:
     """Run to completion; (seconds, peak RSS in KiB of the command, stdout, stderr)."""
-    with tempfile.TemporaryDirectory() as tmp:
-        rss_file = Path(tmp) / "rss"
-        with open(Path(tmp) / "out", "w+b") as out, open(Path(tmp) / "err", "w+b") as err:
-            launcher = [sys.executable, "-I", "-S", "-c", _LAUNCHER, str(rss_file)]
-            start = time.perf_counter()
-            proc = subprocess.run(
-                [*launcher, *argv], stdout=out, stderr=err, env={**os.environ, **(env or {})}
-            )
-            elapsed = time.perf_counter() - start
-            out.seek(0)
-            err.seek(0)
-            stdout, stderr = out.read().decode(), err.read().decode()
-        rss = int(rss_file.read_text()) if rss_file.exists() else 0
-    if proc.returncode != 0:
-        raise RuntimeError(f"{argv[0]} failed ({proc.returncode}): {stderr[-2000:]}")
-    return elapsed, rss, stdout, stderr
+    measured = run_measured(argv, env=env)
+    return measured.seconds, measured.rss_kib, measured.stdout, measured.stderr
 
 
 def _push(world: World, repo: str, tag: str, docs: list[dict[str, Any]]) -> str:

@@ -7,12 +7,14 @@ reports the ratio; absolute seconds are printed for context only.
 from __future__ import annotations
 
 import os
-import resource
 import statistics
 import subprocess
+import sys
+import tempfile
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 
 
 @dataclass
@@ -47,16 +49,51 @@ def best_of(repeats: int, action: Callable[[], object]) -> float:
     return statistics.median(times)
 
 
+#: Linux charges a process the high-water RSS of the image it exec'd from, so a child forked
+#: straight from a (large) benchmark process would report at least the benchmark's own RSS.
+#: Commands therefore start from this tiny launcher, which reports only its child's peak.
+_LAUNCHER = (
+    "import os, sys\n"
+    "pid = os.fork()\n"
+    "if pid == 0:\n"
+    "    os.execvp(sys.argv[2], sys.argv[2:])\n"
+    "_, status, usage = os.wait4(pid, 0)\n"
+    "open(sys.argv[1], 'w').write(str(usage.ru_maxrss))\n"
+    "sys.exit(os.waitstatus_to_exitcode(status))\n"
+)
+
+
+@dataclass(frozen=True)
+class Measured:
+    seconds: float
+    rss_kib: int
+    stdout: str
+    stderr: str
+
+
+def run_measured(
+    argv: Sequence[str], *, env: dict[str, str] | None = None, cwd: Path | None = None
+) -> Measured:
+    """Run a command to completion through the launcher; raise with its stderr if it fails."""
+    with tempfile.TemporaryDirectory() as tmp:
+        rss_file = Path(tmp) / "rss"
+        with open(Path(tmp) / "out", "w+b") as out, open(Path(tmp) / "err", "w+b") as err:
+            launcher = [sys.executable, "-I", "-S", "-c", _LAUNCHER, str(rss_file)]
+            start = time.perf_counter()
+            proc = subprocess.run(
+                [*launcher, *argv], stdout=out, stderr=err, env={**os.environ, **(env or {})}, cwd=cwd
+            )
+            elapsed = time.perf_counter() - start
+            out.seek(0)
+            err.seek(0)
+            stdout, stderr = out.read().decode(), err.read().decode()
+        rss = int(rss_file.read_text()) if rss_file.exists() else 0
+    if proc.returncode != 0:
+        raise RuntimeError(f"{' '.join(argv)} failed ({proc.returncode}): {stderr[-2000:]}")
+    return Measured(elapsed, rss, stdout, stderr)
+
+
 def run_command(argv: Sequence[str], *, env: dict[str, str] | None = None) -> tuple[float, int]:
-    """Run a command to completion; return (seconds, peak RSS in KiB of that child)."""
-    before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-    start = time.perf_counter()
-    full_env = dict(os.environ)
-    if env:
-        full_env.update(env)
-    subprocess.run(list(argv), check=True, capture_output=True, env=full_env)
-    elapsed = time.perf_counter() - start
-    # ru_maxrss of children is the max over all waited-for children, so this is only exact
-    # when the command is the largest child so far; benchmarks run the peers in a fresh order.
-    after = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-    return elapsed, max(after, before)
+    """Run a command to completion; return (seconds, peak RSS in KiB of that command)."""
+    measured = run_measured(argv, env=env)
+    return measured.seconds, measured.rss_kib
