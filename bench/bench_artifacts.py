@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from bench.common import BenchResult, run_measured
+from bench.common import BenchResult, markdown_table, run_measured
 from lockgate.artifact.cache import SETTLE_SECONDS
 from tests.world.binaries import binary
 
@@ -195,15 +195,8 @@ def write(results: list[BenchResult]) -> None:
         "",
         "Ratio = lockgate / peer in the same run (lower is better).",
         "",
-        "| benchmark | scenario | lockgate (s) | peer | peer (s) | ratio | notes |",
-        "|---|---|---:|---|---:|---:|---|",
     ]
-    for r in results:
-        notes = ", ".join(f"{k}={v}" for k, v in r.extra.items())
-        lines.append(
-            f"| {r.benchmark} | {r.scenario} | {r.ours_seconds} | {r.peer} | {r.peer_seconds} "
-            f"| {r.ratio:.2f} | {notes} |"
-        )
+    lines += markdown_table(results)
     (RESULTS / "artifacts.md").write_text("\n".join(lines) + "\n")
 
 

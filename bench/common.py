@@ -97,3 +97,18 @@ def run_command(argv: Sequence[str], *, env: dict[str, str] | None = None) -> tu
     """Run a command to completion; return (seconds, peak RSS in KiB of that command)."""
     measured = run_measured(argv, env=env)
     return measured.seconds, measured.rss_kib
+
+
+def markdown_table(results: Sequence[BenchResult]) -> list[str]:
+    """The rows of one results table, shared by ``make bench`` and standalone benchmark runs."""
+    lines = [
+        "| benchmark | scenario | lockgate (s) | peer | peer (s) | ratio | goal | notes |",
+        "|---|---|---:|---|---:|---:|---|---|",
+    ]
+    for r in results:
+        notes = ", ".join(f"{k}={v}" for k, v in r.extra.items())
+        lines.append(
+            f"| {r.benchmark} | {r.scenario} | {r.ours_seconds:.3f} | {r.peer} | {r.peer_seconds:.3f} "
+            f"| {r.ratio:.2f} | {r.goal} | {notes} |"
+        )
+    return lines

@@ -14,7 +14,7 @@ import sys
 import time
 from pathlib import Path
 
-from bench.common import BenchResult
+from bench.common import BenchResult, markdown_table
 from tests.world.world import World
 
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -32,15 +32,8 @@ def to_markdown(results: list[BenchResult], meta: dict[str, object]) -> str:
         f"Run {meta['date']} on {meta['machine']} (Python {meta['python']}). "
         "Ratio = lockgate / peer, measured in the same run; below 1.0 lockgate is faster.",
         "",
-        "| benchmark | scenario | lockgate (s) | peer | peer (s) | ratio | goal | notes |",
-        "|---|---|---:|---|---:|---:|---|---|",
     ]
-    for r in results:
-        notes = ", ".join(f"{k}={v}" for k, v in r.extra.items())
-        lines.append(
-            f"| {r.benchmark} | {r.scenario} | {r.ours_seconds:.3f} | {r.peer} | {r.peer_seconds:.3f} "
-            f"| {r.ratio:.2f} | {r.goal} | {notes} |"
-        )
+    lines += markdown_table(results)
     return "\n".join(lines) + "\n"
 
 
