@@ -55,6 +55,8 @@ class PushResult:
     tags: tuple[str, ...]
     path: str
     signed: SignedArtifact | None = None
+    #: the tree was packed in this run (False: the build cache and the registry made it unnecessary)
+    packed: bool = False
 
     @property
     def url(self) -> str:
@@ -142,8 +144,9 @@ def push(
             if client.head_manifest(repo, tag) != built.digest:
                 client.put_manifest(repo, tag, built.content, built.manifest.media_type)
                 status = Status.PUSHED
+        packed = tree.packed is not None
     signed = options.signer.sign(target, built.digest, client) if options.signer is not None else None
-    return PushResult(target, built.digest, status, uploaded, tags, path, signed)
+    return PushResult(target, built.digest, status, uploaded, tags, path, signed, packed)
 
 
 def expand_each(pattern: str, target_template: str) -> list[tuple[str, registry.Reference]]:

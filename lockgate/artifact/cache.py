@@ -114,6 +114,7 @@ def store(
     entries: Sequence[pack.Entry],
     *,
     now_ns: int | None = None,
+    max_entries: int = MAX_ENTRIES,
 ) -> None:
     """Remember ``layer`` for ``cache_key`` if the tree had settled; never fails the push."""
     if where is None or not settled(entries, now_ns):
@@ -128,7 +129,7 @@ def store(
         finally:
             if os.path.exists(tmp):
                 os.unlink(tmp)
-        _prune(where)
+        _prune(where, max_entries)
     except OSError:
         return
 
@@ -139,10 +140,10 @@ def forget(where: Path | None, cache_key: str) -> None:
             (where / f"{cache_key}.json").unlink(missing_ok=True)
 
 
-def _prune(where: Path) -> None:
+def _prune(where: Path, max_entries: int) -> None:
     found = [p for p in where.iterdir() if p.suffix == ".json" and not p.name.startswith(".")]
-    if len(found) <= MAX_ENTRIES:
+    if len(found) <= max_entries:
         return
     found.sort(key=lambda p: p.stat().st_mtime_ns)
-    for stale in found[: len(found) - MAX_ENTRIES]:
+    for stale in found[: len(found) - max_entries]:
         stale.unlink(missing_ok=True)

@@ -263,7 +263,9 @@ def _padding(size: int) -> bytes:
     return tarfile.NUL * (_BLOCK - remainder) if remainder else b""
 
 
-def write(entries: Sequence[Entry], out: IO[bytes], *, check: Check | None = None) -> tuple[str, int]:
+def write(
+    entries: Sequence[Entry], out: IO[bytes], *, check: Check | None = None, inline_limit: int = INLINE_LIMIT
+) -> tuple[str, int]:
     """Stream ``entries`` as tar+gzip into ``out``; returns (digest, compressed size).
 
     The tar stream is assembled here rather than through ``tarfile.TarFile.addfile`` (same
@@ -284,7 +286,7 @@ def write(entries: Sequence[Entry], out: IO[bytes], *, check: Check | None = Non
             try:
                 with open(entry.source, "rb") as handle:
                     size = os.fstat(handle.fileno()).st_size
-                    if size <= INLINE_LIMIT:
+                    if size <= inline_limit:
                         data = handle.read()
                         if check is not None:
                             check(entry, data)
@@ -334,6 +336,7 @@ def pack(
     *,
     entries: Sequence[Entry] | None = None,
     check: Check | None = None,
+    inline_limit: int = INLINE_LIMIT,
 ) -> Layer:
     """Write ``root`` into the file ``dest`` (replaced atomically; nothing left on failure).
 
@@ -344,7 +347,7 @@ def pack(
     partial = dest.with_name(dest.name + ".partial")
     try:
         with open(partial, "wb") as out:
-            digest, size = write(entries, out, check=check)
+            digest, size = write(entries, out, check=check, inline_limit=inline_limit)
         partial.replace(dest)
     finally:
         partial.unlink(missing_ok=True)

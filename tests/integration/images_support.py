@@ -19,7 +19,7 @@ import sys
 import threading
 import time
 import urllib.parse
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -30,6 +30,32 @@ import requests
 
 from lockgate import registry
 from lockgate.registry import oci
+
+
+@contextmanager
+def serve_http(handle: Callable[[BaseHTTPRequestHandler], None]) -> Iterator[int]:
+    """A threaded HTTP server on a free loopback port that hands every request to ``handle``."""
+
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, format: str, *args: object) -> None:
+            pass
+
+        def do_GET(self) -> None:
+            handle(self)
+
+        do_HEAD = do_PUT = do_POST = do_PATCH = do_DELETE = do_GET
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield int(server.server_address[1])
+    finally:
+        server.shutdown()
+        server.server_close()
+
 
 CONFIG = "application/vnd.oci.image.config.v1+json"
 MANIFEST = "application/vnd.oci.image.manifest.v1+json"
@@ -150,28 +176,9 @@ class CappingProxy:
 
     @contextmanager
     def running(self) -> Iterator[CappingProxy]:
-        proxy = self
-
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def log_message(self, format: str, *args: object) -> None:
-                pass
-
-            def do_GET(self) -> None:
-                proxy._handle(self)
-
-            do_HEAD = do_PUT = do_POST = do_PATCH = do_DELETE = do_GET
-
-        server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.host = f"127.0.0.1:{server.server_address[1]}"
-        thread = threading.Thread(target=server.serve_forever, daemon=True)
-        thread.start()
-        try:
+        with serve_http(self._handle) as port:
+            self.host = f"127.0.0.1:{port}"
             yield self
-        finally:
-            server.shutdown()
-            server.server_close()
 
 
 def docker_config(path: Path, host: str, username: str, password: str) -> Path:
@@ -294,25 +301,6 @@ class GitHubStandIn:
 
     @contextmanager
     def running(self) -> Iterator[GitHubStandIn]:
-        stand_in = self
-
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def log_message(self, format: str, *args: object) -> None:
-                pass
-
-            def do_GET(self) -> None:
-                stand_in._answer(self)
-
-            do_POST = do_PATCH = do_GET
-
-        server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{server.server_address[1]}"
-        thread = threading.Thread(target=server.serve_forever, daemon=True)
-        thread.start()
-        try:
+        with serve_http(self._answer) as port:
+            self.url = f"http://127.0.0.1:{port}"
             yield self
-        finally:
-            server.shutdown()
-            server.server_close()

@@ -102,12 +102,11 @@ def test_location_and_off_switch(tmp_path: Path) -> None:
     assert cache.directory({"XDG_CACHE_HOME": str(tmp_path)}) == tmp_path / "lockgate" / "build"
 
 
-def test_old_entries_are_pruned(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(cache, "MAX_ENTRIES", 3)
+def test_old_entries_are_pruned(tmp_path: Path) -> None:
     root = _tree(tmp_path / "src")
     entries = pack.collect(root)
     layer = pack.pack(root, tmp_path / "out.tgz", entries=entries)
     for i in range(5):
-        cache.store(tmp_path / "cache", f"k{i}", layer, entries, now_ns=LATER)
+        cache.store(tmp_path / "cache", f"k{i}", layer, entries, now_ns=LATER, max_entries=3)
         os.utime(tmp_path / "cache" / f"k{i}.json", ns=(i, i))
     assert sorted(p.name for p in (tmp_path / "cache").iterdir()) == ["k2.json", "k3.json", "k4.json"]

@@ -84,13 +84,10 @@ def _tree(root: Path) -> Path:
 
 
 @pytest.mark.parametrize("inline_limit", [pack.INLINE_LIMIT, 100], ids=["read whole", "streamed"])
-def test_layer_bytes_match_tarfile(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, inline_limit: int
-) -> None:
-    monkeypatch.setattr(pack, "INLINE_LIMIT", inline_limit)
+def test_layer_bytes_match_tarfile(tmp_path: Path, inline_limit: int) -> None:
     root = _tree(tmp_path / "src")
     entries = pack.collect(root)
-    layer = pack.pack(root, tmp_path / "out.tgz", entries=entries)
+    layer = pack.pack(root, tmp_path / "out.tgz", entries=entries, inline_limit=inline_limit)
     assert layer.digest == _reference_digest(entries)
     assert layer.size == (tmp_path / "out.tgz").stat().st_size
 
