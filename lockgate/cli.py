@@ -10,7 +10,6 @@ pyproject.toml) and are loaded only when used. Every planned command is listed i
 from __future__ import annotations
 
 import sys
-from dataclasses import dataclass
 from importlib.metadata import entry_points
 from typing import Any
 
@@ -19,28 +18,22 @@ import click
 from lockgate import __version__
 from lockgate.errors import ExitCode, LockgateError, NotImplementedYet
 
-
-@dataclass(frozen=True)
-class PlannedCommand:
-    summary: str
-    side: str
-
-
-PLANNED: dict[str, PlannedCommand] = {
-    "build": PlannedCommand("Pack manifests into a reproducible artifact tarball.", "ci"),
-    "push": PlannedCommand("Build and push manifests as a Flux-compatible OCI artifact.", "ci"),
-    "pull": PlannedCommand("Pull an artifact by digest and extract it safely.", "ci"),
-    "tag": PlannedCommand("Tag an artifact in its repository.", "ci"),
-    "inspect": PlannedCommand("Show an artifact's manifest, annotations and files.", "ci"),
-    "list": PlannedCommand("List the artifact tags of a repository.", "ci"),
-    "diff": PlannedCommand("Diff local manifests against a remote artifact, object by object.", "ci"),
-    "keygen": PlannedCommand("Create a cosign-compatible key pair.", "ci"),
-    "sign": PlannedCommand("Sign an artifact by digest (key or Sigstore keyless).", "ci"),
-    "verify": PlannedCommand("Verify an artifact's signature against a policy.", "ci"),
-    "images": PlannedCommand("Scan registries for new image tags and update setter markers.", "ci"),
-    "reconcile": PlannedCommand("Pull a verified artifact and converge the cluster (one pass).", "cluster"),
-    "serve": PlannedCommand("Run reconcile passes continuously and serve health and metrics.", "cluster"),
-    "status": PlannedCommand("Show what the runner last applied, pruned and found unhealthy.", "cluster"),
+#: every command of the tree, with its one-line summary
+PLANNED: dict[str, str] = {
+    "build": "Pack manifests into a reproducible artifact tarball.",
+    "push": "Build and push manifests as a Flux-compatible OCI artifact.",
+    "pull": "Pull an artifact by digest and extract it safely.",
+    "tag": "Tag an artifact in its repository.",
+    "inspect": "Show an artifact's manifest, annotations and files.",
+    "list": "List the artifact tags of a repository.",
+    "diff": "Diff local manifests against a remote artifact, object by object.",
+    "keygen": "Create a cosign-compatible key pair.",
+    "sign": "Sign an artifact by digest (key or Sigstore keyless).",
+    "verify": "Verify an artifact's signature against a policy.",
+    "images": "Scan registries for new image tags and update setter markers.",
+    "reconcile": "Pull a verified artifact and converge the cluster (one pass).",
+    "serve": "Run reconcile passes continuously and serve health and metrics.",
+    "status": "Show what the runner last applied, pruned and found unhealthy.",
 }
 
 
@@ -78,7 +71,7 @@ class CommandTree(click.Group):
             return command
         planned = PLANNED.get(cmd_name)
         if planned is not None:
-            return _stub(cmd_name, planned.summary)
+            return _stub(cmd_name, planned)
         return None
 
 

@@ -23,6 +23,7 @@ class ExitCode(IntEnum):
     RENDER = 8
     REGISTRY = 9
     PARTIAL = 10
+    CLUSTER = 11
     NOT_IMPLEMENTED = 69
 
 
@@ -61,6 +62,16 @@ class ApplyError(LockgateError):
     """The cluster refused an object."""
 
     exit_code = ExitCode.APPLY
+
+
+class ClusterError(LockgateError):
+    """The Kubernetes API server could not be reached, or failed (5xx), so nothing was decided.
+
+    Distinct from ``ApplyError``: a dead or overloaded cluster is not a refusal of the
+    objects, and a script should retry it rather than fix the manifests.
+    """
+
+    exit_code = ExitCode.CLUSTER
 
 
 class HealthError(LockgateError):

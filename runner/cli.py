@@ -1,8 +1,9 @@
 """``lockgate reconcile``: one pass for one source (flags) or for each Sync of a ``--config`` file.
 
-Thin: flags become ``SyncOptions`` (``config``), each pass is one ``pipeline.reconcile``
-call, and the result is printed as a table or JSON (``report``). The exit code is that of
-the first failed pass (``lockgate.errors.ExitCode``).
+Thin: flags become ``SyncOptions`` (``pipeline.config``), each pass is one
+``pipeline.reconcile.reconcile`` call, and the result is printed as a table or JSON
+(``pipeline.report``). The exit code is that of the first failed pass
+(``lockgate.errors.ExitCode``).
 """
 
 from __future__ import annotations
@@ -13,7 +14,9 @@ from pathlib import Path
 import click
 
 from lockgate.errors import LockgateError, UsageError
-from runner import config, pipeline, report
+from lockgate.signing.options import VerifyOptions
+from runner.pipeline import config, report
+from runner.pipeline import reconcile as pipeline
 
 
 @click.command("reconcile")
@@ -50,10 +53,14 @@ from runner import config, pipeline, report
 def reconcile(
     url: str | None,
     name: str | None,
-    config_path: Path | None,
-    kubeconfig: Path | None,
-    output: str,
-    dry_run: bool,
+    semver: str | None,
+    path: str | None,
+    prune: bool,
+    wait: bool,
+    timeout: str,
+    namespace: str | None,
+    target_namespace: str | None,
+    force: bool,
     verify_key: Path | None,
     verify_identity: str | None,
     verify_identity_regexp: str | None,
@@ -61,7 +68,13 @@ def reconcile(
     verify_issuer_regexp: str | None,
     verify_trusted_root: Path | None,
     insecure_skip_verify: bool,
-    **flags: object,
+    dry_run: bool,
+    allow_mass_prune: bool,
+    max_prune_share: float,
+    concurrency: int,
+    kubeconfig: Path | None,
+    config_path: Path | None,
+    output: str,
 ) -> None:
     """Pull a verified artifact and converge the cluster (one pass)."""
     if config_path is not None:
@@ -71,16 +84,33 @@ def reconcile(
     else:
         if not url or not name:
             raise UsageError("reconcile needs an oci:// URL and --name (or --config FILE)")
-        verify = config.VerifySpec(
-            verify_key,
-            verify_identity,
-            verify_identity_regexp,
-            verify_issuer,
-            verify_issuer_regexp,
-            verify_trusted_root,
-            insecure_skip_verify,
+        verify = VerifyOptions(
+            key=verify_key,
+            identity=verify_identity,
+            identity_regexp=verify_identity_regexp,
+            issuer=verify_issuer,
+            issuer_regexp=verify_issuer_regexp,
+            trusted_root=verify_trusted_root,
+            insecure_skip=insecure_skip_verify,
         )
-        syncs = [config.sync_options(name=name, url=url, verify=verify, dry_run=dry_run, **flags)]  # type: ignore[arg-type]
+        sync = config.sync_options(
+            name=name,
+            url=url,
+            verify=verify,
+            semver=semver,
+            path=path,
+            namespace=namespace,
+            target_namespace=target_namespace,
+            prune=prune,
+            wait=wait,
+            timeout=timeout,
+            force=force,
+            dry_run=dry_run,
+            allow_mass_prune=allow_mass_prune,
+            max_prune_share=max_prune_share,
+            concurrency=concurrency,
+        )
+        syncs = [sync]
     results = [pipeline.reconcile(sync, kubeconfig=kubeconfig) for sync in syncs]
     if output == "json":
         docs = [r.to_json() for r in results]

@@ -10,25 +10,16 @@ from typing import Any, TypeVar
 
 import click
 
+from action import cliopts
 from action.artifacts import inspect as inspect_mod
-from action.artifacts import pull as pull_mod
 from action.artifacts import push as push_mod
 from action.artifacts import signer as signer_mod
 from action.artifacts import source
 from lockgate import registry
 from lockgate.artifact import extract, manifest, metadata
-from lockgate.errors import UsageError
+from lockgate.artifact import pull as pull_mod
 
 F = TypeVar("F", bound=Callable[..., Any])
-
-
-def _registry_options(func: F) -> F:
-    func = click.option(
-        "--creds", metavar="USER:PASSWORD", help="Registry credentials (else Docker config)."
-    )(func)
-    return click.option(
-        "--insecure", is_flag=True, help="Plain http (automatic for localhost and 127.0.0.1)."
-    )(func)
 
 
 def _build_options(func: F) -> F:
@@ -65,16 +56,13 @@ def _build(
     )
 
 
-def _client(ref: registry.Reference, creds: str | None, insecure: bool) -> registry.RegistryClient:
-    explicit = registry.Credentials.from_flag(creds) if creds else None
-    return registry.RegistryClient.for_reference(ref, credentials=explicit, insecure=insecure)
-
-
 def _emit(value: Any) -> None:
     click.echo(json.dumps(value, indent=2, sort_keys=False))
 
 
-_output = click.option("--output", "-o", "output", type=click.Choice(["text", "json"]), default="text")
+_output = cliopts.output_option
+_registry_options = cliopts.registry_options
+_client = cliopts.client_for
 
 
 @click.command("build")
@@ -139,8 +127,6 @@ def push(
     **flags: Any,
 ) -> None:
     """Build and push PATH to oci://REGISTRY/REPO:TAG in Flux's artifact format."""
-    # the signer is ready (key decrypted, token found) before anything is pushed
-    signer = _signer(sign_mode, key_path, identity_token, trust_config)
     options = push_mod.PushOptions(
         source=source,
         revision=revision,
@@ -148,19 +134,13 @@ def push(
         annotations=manifest.parse_annotations(annotations),
         extra_tags=tags,
         build=_build(**flags),
-        signer=signer,
     )
-    if each is not None:
-        if len(args) != 1:
-            raise UsageError(
-                "with --each give only the target: lockgate push --each 'apps/*' oci://REG/{name}:TAG"
-            )
-        results = push_mod.push_each(each, args[0], lambda ref: _client(ref, creds, insecure), options)
-    else:
-        if len(args) != 2:
-            raise UsageError("usage: lockgate push PATH oci://REGISTRY/REPO:TAG")
-        ref = registry.parse(args[1])
-        results = [push_mod.push(args[0], ref, _client(ref, creds, insecure), options)]
+    sign = signer_mod.SignOptions(
+        mode=sign_mode, key_path=key_path, token=identity_token, trust_config=trust_config
+    )
+    results = push_mod.push_targets(
+        args, each=each, options=options, sign=sign, client_for=lambda ref: _client(ref, creds, insecure)
+    )
     if output == "json":
         _emit(results[0].to_json() if each is None else push_mod.results_json(results))
         return
@@ -168,30 +148,6 @@ def push(
         click.echo(f"{r.status.value} {r.reference}@{r.digest}")
         if r.signed is not None:
             click.echo(f"signed {r.signed.digest} by {r.signed.signer}; signature at {r.signed.stored_at}")
-
-
-def _signer(
-    mode: str | None, key_path: Path | None, token: str | None, trust_config: Path | None
-) -> signer_mod.Signer | None:
-    if mode is None:
-        if key_path is not None or trust_config is not None:
-            raise UsageError("--key and --trust-config need --sign key or --sign keyless")
-        return None
-    if mode == "key":
-        if key_path is None:
-            raise UsageError("--sign key needs --key FILE (a cosign private key)")
-        if trust_config is not None:
-            raise UsageError("--trust-config applies to --sign keyless only")
-        from action.signing import password
-
-        return signer_mod.Signer.with_key(password.load_private_key(key_path))
-    if key_path is not None:
-        raise UsageError("--key applies to --sign key only")
-    if token is None:
-        from lockgate.signing import sign
-
-        token = sign.ambient_token()
-    return signer_mod.Signer.keyless(token, trust_config=trust_config)
 
 
 @click.command("pull")
@@ -301,8 +257,6 @@ def diff(
     **flags: Any,
 ) -> None:
     """Diff local manifests against a remote artifact, object by object; exit 1 when they differ."""
-    # the comparison (and deepdiff behind it) is loaded by this command only, not by every push
-    from action.artifacts import compare
     from action.artifacts import diff as diff_mod
 
     ref = registry.parse(reference, default_tag="latest")
@@ -310,8 +264,8 @@ def diff(
         path, _client(ref, creds, insecure), ref, options=_build(**flags), media_type=media_type
     )
     if output == "json":
-        _emit(result.to_json())
+        _emit(diff_mod.to_json(result))
     else:
-        click.echo(compare.render_text(result))
-    if not result.equal:
+        click.echo(diff_mod.render_text(result))
+    if result.changed:
         raise click.exceptions.Exit(1)

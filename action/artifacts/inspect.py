@@ -12,8 +12,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from action.artifacts import pull as pull_mod
 from lockgate import registry
+from lockgate.artifact import pull as pull_mod
 from lockgate.errors import UsageError, VerificationError
 from lockgate.registry.oci import Descriptor
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import glob
 import tempfile
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import Enum
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -179,3 +179,28 @@ def push_each(
 
 def results_json(results: Sequence[PushResult]) -> list[dict[str, Any]]:
     return [r.to_json() for r in results]
+
+
+def push_targets(
+    args: Sequence[str],
+    *,
+    each: str | None,
+    options: PushOptions,
+    sign: signer_mod.SignOptions,
+    client_for: ClientFactory,
+) -> list[PushResult]:
+    """``lockgate push PATH TARGET`` or ``lockgate push --each GLOB TEMPLATE``, signing if asked.
+
+    The signer is made before anything is pushed (see ``signer.prepare``).
+    """
+    options = replace(options, signer=signer_mod.prepare(sign))
+    if each is not None:
+        if len(args) != 1:
+            raise UsageError(
+                "with --each give only the target: lockgate push --each 'apps/*' oci://REG/{name}:TAG"
+            )
+        return push_each(each, args[0], client_for, options)
+    if len(args) != 2:
+        raise UsageError("usage: lockgate push PATH oci://REGISTRY/REPO:TAG")
+    ref = registry.parse(args[1])
+    return [push(args[0], ref, client_for(ref), options)]

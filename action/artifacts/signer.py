@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from lockgate import registry
+from lockgate.errors import UsageError
 
 if TYPE_CHECKING:
     from lockgate.signing.keys import PrivateKey
@@ -54,3 +55,41 @@ class Signer:
     def __repr__(self) -> str:
         # never show the key or the token
         return f"Signer(mode={self.mode!r})"
+
+
+@dataclass(frozen=True)
+class SignOptions:
+    """``push --sign key|keyless`` and what goes with it, as the user gave them."""
+
+    mode: str | None = None  #: "key", "keyless" or None (do not sign)
+    key_path: Path | None = None
+    token: str | None = None
+    trust_config: Path | None = None
+
+
+def prepare(options: SignOptions) -> Signer | None:
+    """The signer the options ask for, ready to sign: the key decrypted, the token found.
+
+    Called before anything is pushed, so a wrong password or a missing token fails with
+    nothing written.
+    """
+    if options.mode is None:
+        if options.key_path is not None or options.trust_config is not None:
+            raise UsageError("--key and --trust-config need --sign key or --sign keyless")
+        return None
+    if options.mode == "key":
+        if options.key_path is None:
+            raise UsageError("--sign key needs --key FILE (a cosign private key)")
+        if options.trust_config is not None:
+            raise UsageError("--trust-config applies to --sign keyless only")
+        from action.signing import password
+
+        return Signer.with_key(password.load_private_key(options.key_path))
+    if options.key_path is not None:
+        raise UsageError("--key applies to --sign key only")
+    token = options.token
+    if token is None:
+        from lockgate.signing import sign
+
+        token = sign.ambient_token()
+    return Signer.keyless(token, trust_config=options.trust_config)

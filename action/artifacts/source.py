@@ -1,5 +1,8 @@
 """What a command packs: a directory, one file, stdin (``-``), or a rendered kustomization/chart.
 
+Rendering (kustomize build, helm template) is the shared ``lockgate.render``; the rendered
+stream is packed as one ``manifests.yaml``.
+
 ``prepare`` yields the path to pack and cleans up any temporary copy; ``validate`` gates
 the tree: at least one YAML file, and every YAML file parses (the error names file and
 line). Helm ``templates/`` are not YAML until rendered, so they are not parsed.
@@ -16,12 +19,13 @@ from pathlib import Path
 
 import yaml
 
-from action.artifacts import render as render_mod
-from lockgate import manifests
+from lockgate import manifests, render
 from lockgate.artifact import pack
 from lockgate.errors import RenderError, UsageError
 
 STDIN_FILE = "manifests.yaml"
+#: a rendered kustomization or chart is packed as this one file
+RENDERED_FILE = "manifests.yaml"
 
 
 @dataclass(frozen=True)
@@ -55,7 +59,11 @@ def prepare(path: str, options: BuildOptions) -> Iterator[Path]:
         if not given.exists() and not given.is_symlink():
             raise UsageError(f"{path}: no such file or directory")
         if options.render:
-            yield render_mod.render(given, Path(tmp) / "rendered", values=options.values)
+            rendered = Path(tmp) / "rendered"
+            rendered.mkdir()
+            target = rendered / RENDERED_FILE
+            target.write_text(render.render(given, purpose="--render", values=options.values))
+            yield target
             return
         if options.values:
             raise UsageError("--values needs --render")

@@ -26,7 +26,7 @@ from typing import Literal
 
 from action.images import gocompat
 from lockgate.errors import ResolveError, UsageError
-from lockgate.semver import constraints
+from lockgate.semver import constraints, highest_in_range
 from lockgate.semver import version as semver
 
 DEFAULT_EXCLUSION_LIST: tuple[str, ...] = (r"^.*\.sig$",)
@@ -155,22 +155,15 @@ def latest(choice: Choice, versions: Sequence[str]) -> str:
     return _latest_numerical(choice.order, versions)
 
 
-def _original(version: semver.Version) -> str:
-    return version.original
-
-
 def _latest_semver(range_: str, versions: Sequence[str]) -> str:
     try:
         parsed_range = constraints.Constraints.parse(range_)
     except semver.SemverError as exc:
         raise InvalidPolicyError(f"invalid policy: {exc}") from None
-    parsed = sorted((v for v in map(semver.parse_tag, versions) if v is not None), key=_original)
-    # highest precedence first; among equals the lexically smallest original (stable sort)
-    parsed.sort(key=semver.Version.key, reverse=True)
-    best = next((version for version in parsed if parsed_range.check(version)), None)
+    best = highest_in_range(parsed_range, versions)
     if best is None:
         raise NoLatestError("unable to determine latest version from provided list")
-    return best.original
+    return best
 
 
 def _latest_numerical(order: Order, versions: Sequence[str]) -> str:

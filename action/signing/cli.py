@@ -3,30 +3,14 @@
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 from typing import Any
 
 import click
 
-from action.signing import password
-from lockgate import registry
-from lockgate.errors import UsageError
-from lockgate.signing import keys
-from lockgate.signing import sign as signing
-from lockgate.signing import verify as verifying
-from lockgate.signing.policy import KeylessPolicy, KeyPolicy, Match, Policy
-
-_output = click.option("--output", "-o", "output", type=click.Choice(["text", "json"]), default="text")
-_creds = click.option("--creds", metavar="USER:PASSWORD", help="Registry credentials (else Docker config).")
-_insecure = click.option(
-    "--insecure", is_flag=True, help="Plain http (automatic for localhost and 127.0.0.1)."
-)
-
-
-def _client(ref: registry.Reference, creds: str | None, insecure: bool) -> registry.RegistryClient:
-    explicit = registry.Credentials.from_flag(creds) if creds else None
-    return registry.RegistryClient.for_reference(ref, credentials=explicit, insecure=insecure)
+from action import cliopts
+from action.signing import commands
+from lockgate.signing.options import VerifyOptions
 
 
 def _emit(output: str, value: dict[str, Any], text: list[str]) -> None:
@@ -40,15 +24,7 @@ def _emit(output: str, value: dict[str, Any], text: list[str]) -> None:
 @click.option("--force", is_flag=True, help="Overwrite existing key files.")
 def keygen(output_key_prefix: str, force: bool) -> None:
     """Create a cosign-compatible key pair (ECDSA P-256, encrypted private key)."""
-    private, public = Path(f"{output_key_prefix}.key"), Path(f"{output_key_prefix}.pub")
-    for path in (private, public):
-        if path.exists() and not force:
-            raise UsageError(f"{path} already exists; pass --force to overwrite it")
-    pair = keys.generate_key_pair(password.key_password(confirm=True))
-    fd = os.open(private, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "wb") as handle:
-        handle.write(pair.private_pem)
-    public.write_bytes(pair.public_pem)
+    private, public = commands.keygen(output_key_prefix, force=force)
     click.echo(f"Private key written to {private}\nPublic key written to {public}", err=True)
 
 
@@ -71,9 +47,8 @@ def keygen(output_key_prefix: str, force: bool) -> None:
     metavar="KEY=VALUE",
     help="Annotation in the signed payload (--key only).",
 )
-@_creds
-@_insecure
-@_output
+@cliopts.registry_options
+@cliopts.output_option
 def sign(
     reference: str,
     key_path: Path | None,
@@ -87,22 +62,15 @@ def sign(
     output: str,
 ) -> None:
     """Sign an artifact by digest: oci://REGISTRY/REPO@sha256:..."""
-    if (key_path is None) == (not keyless):
-        raise UsageError("pass exactly one of --key FILE or --keyless")
-    if key_path is not None and (staging or trust_config is not None):
-        raise UsageError("--staging and --trust-config apply to --keyless signatures only")
-    ref = signing.by_digest(reference)
-    client = _client(ref, creds, insecure)
-    if key_path is not None:
-        key = password.load_private_key(key_path)
-        notes = dict(_pair(item) for item in annotations)
-        result = signing.sign_with_key(ref, key, client=client, annotations=notes)
-    else:
-        if annotations:
-            raise UsageError("--annotation applies to --key signatures only")
-        result = signing.sign_keyless(
-            ref, token=identity_token, client=client, staging=staging, trust_config=trust_config
-        )
+    request = commands.SignRequest(
+        key_path=key_path,
+        keyless=keyless,
+        identity_token=identity_token,
+        staging=staging,
+        trust_config=trust_config,
+        annotations=annotations,
+    )
+    result = commands.sign(reference, request, creds=creds, insecure=insecure)
     _emit(
         output,
         result.to_json(),
@@ -125,9 +93,8 @@ def sign(
     help="Sigstore trusted_root.json (default: the production Sigstore instance).",
 )
 @click.option("--offline", is_flag=True, help="Do not refresh the production trust root over the network.")
-@_creds
-@_insecure
-@_output
+@cliopts.registry_options
+@cliopts.output_option
 def verify(
     reference: str,
     key_path: Path | None,
@@ -144,48 +111,21 @@ def verify(
     output: str,
 ) -> None:
     """Verify an artifact's signature; prints the verified digest and who signed it."""
-    policy: Policy
-    keyless_flags = (
-        certificate_identity,
-        certificate_identity_regexp,
-        certificate_oidc_issuer,
-        certificate_oidc_issuer_regexp,
-        github_repository,
-        github_ref,
+    options = VerifyOptions(
+        key=key_path,
+        identity=certificate_identity,
+        identity_regexp=certificate_identity_regexp,
+        issuer=certificate_oidc_issuer,
+        issuer_regexp=certificate_oidc_issuer_regexp,
+        github_repository=github_repository,
+        github_ref=github_ref,
+        trusted_root=trusted_root,
+        offline=offline,
     )
-    if key_path is not None:
-        if any(keyless_flags):
-            raise UsageError("--key cannot be combined with the --certificate-*/--github-* flags")
-        policy = KeyPolicy.from_file(key_path)
-    else:
-        policy = KeylessPolicy(
-            identity=_match("--certificate-identity", certificate_identity, certificate_identity_regexp),
-            issuer=_match(
-                "--certificate-oidc-issuer", certificate_oidc_issuer, certificate_oidc_issuer_regexp
-            ),
-            github_repository=github_repository,
-            github_ref=github_ref,
-            trusted_root=trusted_root,
-            offline=offline,
-        )
-    ref = registry.parse(reference)
-    result = verifying.verify(ref, policy, client=_client(ref, creds, insecure))
+    result = commands.verify(reference, options, creds=creds, insecure=insecure)
     signer = result.signer + (f" (issuer {result.issuer})" if result.issuer else "")
     _emit(
         output,
         result.to_json(),
         [f"Verified {result.reference}", f"  signed by: {signer}", f"  signature: {result.signature}"],
     )
-
-
-def _match(flag: str, exact: str | None, regexp: str | None) -> Match:
-    if (exact is None) == (regexp is None):
-        raise UsageError(f"pass --key, or exactly one of {flag} and {flag}-regexp")
-    return Match(exact, regexp=False) if exact is not None else Match(str(regexp), regexp=True)
-
-
-def _pair(text: str) -> tuple[str, str]:
-    key, sep, value = text.partition("=")
-    if not sep or not key:
-        raise UsageError(f"annotation {text!r} must be KEY=VALUE")
-    return key, value

@@ -7,7 +7,7 @@ distribution API verbs and ``oci`` the typed documents.
 
 from lockgate.registry.client import FetchedManifest, RegistryClient
 from lockgate.registry.credentials import Credentials
-from lockgate.registry.oci import Descriptor, ImageIndex, ImageManifest, sha256_digest
+from lockgate.registry.oci import Descriptor, ImageIndex, ImageManifest, Referrers, sha256_digest
 from lockgate.registry.reference import Reference, parse
 from lockgate.registry.transport import RetryPolicy, Transport
 
@@ -18,6 +18,7 @@ __all__ = [
     "ImageIndex",
     "ImageManifest",
     "Reference",
+    "Referrers",
     "RegistryClient",
     "RetryPolicy",
     "Transport",

@@ -19,7 +19,7 @@ import requests
 from lockgate.errors import AuthError, RegistryError, ResolveError, VerificationError
 from lockgate.registry import credentials as creds_mod
 from lockgate.registry.credentials import Credentials
-from lockgate.registry.oci import MANIFEST_TYPES, sha256_digest
+from lockgate.registry.oci import MANIFEST_TYPES, OCI_INDEX, Referrers, referrers_tag, sha256_digest
 from lockgate.registry.reference import DIGEST_PATTERN, Reference
 from lockgate.registry.transport import RetryPolicy, Transport
 
@@ -132,15 +132,28 @@ class RegistryClient:
             )
         return digest
 
-    def delete_manifest(self, repo: str, digest: str) -> None:
+    def referrers(self, repo: str, digest: str) -> Referrers:
+        """What refers to the manifest ``digest``: the referrers API, else the fallback index."""
+        where = f"{self.host}/{repo}@{digest}"
         response = self.transport.request(
-            "DELETE", f"/v2/{repo}/manifests/{digest}", scope=_scope(repo, "delete")
+            "GET",
+            f"/v2/{repo}/referrers/{digest}",
+            scope=_scope(repo, "pull"),
+            headers={"Accept": OCI_INDEX},
+            stream=True,
         )
         with response:
-            if response.status_code == 404:
-                raise ResolveError(f"oci://{self.host}/{repo}@{digest} not found")
-            if response.status_code not in (200, 202):
-                raise _failure(response, f"{self.host}/{repo}@{digest}")
+            if response.status_code == 200:
+                return Referrers.from_bytes(
+                    _read_limited(response, MAX_MANIFEST_BYTES, where), from_api=True, where=where
+                )
+            if response.status_code >= 500:
+                raise _failure(response, f"{where} referrers")
+        try:
+            fallback = self.get_manifest(repo, referrers_tag(digest))
+        except ResolveError:
+            return Referrers()
+        return Referrers.from_bytes(fallback.content, from_api=False, where=where)
 
     def blob_exists(self, repo: str, digest: str) -> bool:
         response = self.transport.request(

@@ -28,6 +28,11 @@ def sha256_digest(data: bytes) -> str:
     return "sha256:" + hashlib.sha256(data).hexdigest()
 
 
+def referrers_tag(digest: str) -> str:
+    """``sha256-<hex>``: the OCI 1.1 referrers tag-schema fallback tag (at most 128 characters)."""
+    return digest.replace(":", "-", 1)[:128]
+
+
 @dataclass(frozen=True)
 class Descriptor:
     media_type: str
@@ -152,3 +157,37 @@ class ImageIndex:
             annotations=dict(value.get("annotations") or {}),
             artifact_type=value.get("artifactType"),
         )
+
+
+@dataclass(frozen=True)
+class Referrers:
+    """The manifests that refer to one digest (OCI 1.1), and where the list came from.
+
+    ``from_api`` is True when the registry serves ``GET /v2/<name>/referrers/<digest>``;
+    otherwise the list is the tag-schema fallback index (``referrers_tag``), which writers
+    must keep up to date themselves. Entries that are not valid descriptors are left out:
+    another tool's malformed entry must not hide a valid one.
+    """
+
+    manifests: tuple[Descriptor, ...] = ()
+    from_api: bool = False
+
+    def of_type(self, artifact_type: str) -> list[Descriptor]:
+        return [m for m in self.manifests if m.artifact_type == artifact_type]
+
+    @classmethod
+    def from_bytes(cls, data: bytes, *, from_api: bool, where: str) -> Referrers:
+        try:
+            value = json.loads(data)
+        except (json.JSONDecodeError, UnicodeDecodeError):
+            raise ResolveError(f"referrers of {where} are not valid JSON") from None
+        entries = value.get("manifests") if isinstance(value, dict) else None
+        if not isinstance(entries, list):
+            raise ResolveError(f"referrers of {where}: 'manifests' is missing")
+        found = []
+        for i, entry in enumerate(entries):
+            try:
+                found.append(Descriptor.from_json(entry, f"referrers of {where}: manifests[{i}]"))
+            except ResolveError:
+                continue
+        return cls(tuple(found), from_api)

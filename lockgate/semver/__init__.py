@@ -6,6 +6,7 @@ implementation, so both sides pick the same tag.
 """
 
 from lockgate.semver.constraints import Constraints, go_quote
+from lockgate.semver.select import highest_in_range
 from lockgate.semver.version import (
     SemverError,
     Version,
@@ -23,6 +24,7 @@ __all__ = [
     "coerce_parse",
     "compare_prerelease",
     "go_quote",
+    "highest_in_range",
     "parse_tag",
     "parse_tag_reference",
     "strict_parse",

@@ -14,22 +14,23 @@ documents and cosign's look alike byte for byte where it is cheap to do so.
 
 from __future__ import annotations
 
-import hashlib
 import json
 from dataclasses import dataclass
 from typing import Any
 
+# the OCI names are the registry's; re-exported so a layout reads in one vocabulary
+from lockgate.registry.oci import OCI_EMPTY as OCI_EMPTY
+from lockgate.registry.oci import OCI_INDEX as OCI_INDEX
+from lockgate.registry.oci import OCI_MANIFEST as OCI_MANIFEST
+from lockgate.registry.oci import referrers_tag as referrers_tag
+from lockgate.registry.oci import sha256_digest as sha256_digest
 from lockgate.signing import simplesigning
 
-OCI_MANIFEST = "application/vnd.oci.image.manifest.v1+json"
-OCI_INDEX = "application/vnd.oci.image.index.v1+json"
 OCI_IMAGE_CONFIG = "application/vnd.oci.image.config.v1+json"
-OCI_EMPTY = "application/vnd.oci.empty.v1+json"
 EMPTY_BLOB = b"{}"
 BUNDLE_MEDIA_TYPE = "application/vnd.dev.sigstore.bundle.v0.3+json"
 SIGNATURE_ANNOTATION = "dev.cosignproject.cosign/signature"
 CERTIFICATE_ANNOTATION = "dev.sigstore.cosign/certificate"
-CHAIN_ANNOTATION = "dev.sigstore.cosign/chain"
 BUNDLE_CONTENT_ANNOTATION = "dev.sigstore.bundle.content"
 PREDICATE_TYPE_ANNOTATION = "dev.sigstore.bundle.predicateType"
 CREATED_ANNOTATION = "org.opencontainers.image.created"
@@ -52,10 +53,6 @@ class Blob:
         return descriptor(self.media_type, self.data, **extra)
 
 
-def sha256_digest(data: bytes) -> str:
-    return "sha256:" + hashlib.sha256(data).hexdigest()
-
-
 def descriptor(media_type: str, data: bytes, **extra: Any) -> Json:
     """A descriptor in go-containerregistry's key order (mediaType, size, digest, ...)."""
     desc: Json = {"mediaType": media_type, "size": len(data), "digest": sha256_digest(data)}
@@ -66,11 +63,6 @@ def descriptor(media_type: str, data: bytes, **extra: Any) -> Json:
 def signature_tag(digest: str) -> str:
     """``sha256-<hex>.sig``: cosign's legacy signature tag for a manifest digest."""
     return digest.replace(":", "-", 1) + ".sig"
-
-
-def referrers_tag(digest: str) -> str:
-    """``sha256-<hex>``: the OCI 1.1 referrers tag-schema fallback tag (at most 128 characters)."""
-    return digest.replace(":", "-", 1)[:128]
 
 
 def encode(document: Json) -> bytes:
@@ -166,12 +158,3 @@ def add_referrer(existing: Json | None, entry: Json) -> Json:
     if existing and existing.get("annotations"):
         index["annotations"] = existing["annotations"]
     return index
-
-
-def bundle_entries(index: Json) -> list[Json]:
-    """The entries of a referrers index that are Sigstore bundles (by artifactType)."""
-    return [
-        item
-        for item in index.get("manifests", [])
-        if isinstance(item, dict) and item.get("artifactType") == BUNDLE_MEDIA_TYPE
-    ]

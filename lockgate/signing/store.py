@@ -91,27 +91,11 @@ def read_legacy(client: RegistryClient, repo: str, digest: str) -> list[LegacySi
     return found
 
 
-def read_referrers(client: RegistryClient, repo: str, digest: str) -> dict[str, Any]:
-    """The referrers index of ``digest``: the referrers API, else the tag-schema fallback index."""
-    response = client.transport.request(
-        "GET",
-        f"/v2/{repo}/referrers/{digest}",
-        scope=f"repository:{repo}:pull",
-        headers={"Accept": layout.OCI_INDEX},
-    )
-    with response:
-        if response.status_code == 200:
-            return read_json(response.content, f"referrers of {repo}@{digest}")
-        if response.status_code >= 500:
-            raise RegistryError(f"{client.host}/{repo}: referrers API answered HTTP {response.status_code}")
-    return _optional_manifest(client, repo, layout.referrers_tag(digest)) or {}
-
-
 def read_bundles(client: RegistryClient, repo: str, digest: str) -> list[StoredBundle]:
     """The Sigstore bundles that refer to ``digest``, each with the subject its manifest names."""
     found = []
-    for entry in layout.bundle_entries(read_referrers(client, repo, digest)):
-        manifest_digest = str(entry.get("digest"))
+    for entry in client.referrers(repo, digest).of_type(layout.BUNDLE_MEDIA_TYPE):
+        manifest_digest = entry.digest
         try:
             fetched = client.get_manifest(repo, manifest_digest)
             manifest = read_json(fetched.content, f"referrer {manifest_digest}")
@@ -173,21 +157,10 @@ def write_bundle(
         _ensure_blob(client, repo, blob.data, blob.digest)
     data = layout.encode(manifest)
     referrer = client.put_manifest(repo, layout.sha256_digest(data), data, layout.OCI_MANIFEST)
-    if not _has_referrers_api(client, repo, digest):
+    if not client.referrers(repo, digest).from_api:
         tag = layout.referrers_tag(digest)
         index = layout.add_referrer(
             _optional_manifest(client, repo, tag), layout.referrer_entry(manifest, data)
         )
         client.put_manifest(repo, tag, layout.encode(index), layout.OCI_INDEX)
     return referrer
-
-
-def _has_referrers_api(client: RegistryClient, repo: str, digest: str) -> bool:
-    response = client.transport.request(
-        "GET",
-        f"/v2/{repo}/referrers/{digest}",
-        scope=f"repository:{repo}:pull",
-        headers={"Accept": layout.OCI_INDEX},
-    )
-    with response:
-        return response.status_code == 200

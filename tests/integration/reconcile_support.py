@@ -15,8 +15,11 @@ import yaml
 
 from lockgate import registry
 from lockgate.artifact import manifest, pack
-from runner import config, pipeline
-from runner.client import Kube
+from lockgate.signing.options import VerifyOptions
+from runner.kube.client import Kube
+from runner.pipeline import config
+from runner.pipeline import reconcile as pipeline
+from runner.pipeline.result import Result
 from tests.world import binaries
 from tests.world.kube import Cluster
 from tests.world.registry import Registry
@@ -83,9 +86,9 @@ def deployment(
 
 def run_pass(
     cluster: Cluster, url: str, name: str, runner_ns: str, *, kubeconfig: Path | None = None, **flags: Any
-) -> pipeline.Result:
+) -> Result:
     """One in-process pass (the library the CLI calls), unsigned unless a policy is given."""
-    verify = flags.pop("verify", config.VerifySpec(insecure_skip=True))
+    verify = flags.pop("verify", VerifyOptions(insecure_skip=True))
     options = config.sync_options(name=name, url=url, verify=verify, namespace=runner_ns, **flags)
     kube = Kube.from_kubeconfig(kubeconfig or cluster.kubeconfig)
     return pipeline.reconcile(options, kube=kube)
@@ -148,5 +151,5 @@ def get(cluster: Cluster, kind: str, name: str, ns: str | None = None) -> dict[s
     return value
 
 
-def actions(result: pipeline.Result) -> dict[str, str]:
+def actions(result: Result) -> dict[str, str]:
     return {str(e.key): e.action.value for e in result.changeset.entries}

@@ -34,16 +34,18 @@ def test_equal_then_changed(which: str, unique: str, tmp_path: Path, request: py
     )
     changed = lockgate("diff", str(tree), ref, *creds_flag(reg))
     assert changed.code == 1, changed.err
-    assert f"+ ConfigMap/{unique}/extra (added)" in changed.out
-    assert f"- Namespace/{unique} (removed)" in changed.out
-    assert f"~ Deployment.apps/{unique}/web (changed)\n    spec.replicas: 1 -> 3" in changed.out
-    assert "data.password: '*** (masked, before)' -> '*** (masked, after)'" in changed.out
+    assert f"+ ConfigMap/{unique}/extra (created)" in changed.out
+    assert f"- Namespace/{unique} (deleted)" in changed.out
+    assert f"~ Deployment.apps/{unique}/web (configured)\n    spec.replicas: 1 -> 3" in changed.out
+    assert 'data.password: "*** (before)" -> "*** (after)"' in changed.out
     assert "c2VjcmV0" not in changed.out and "bmV3c2VjcmV0" not in changed.out
 
     as_json = lockgate("diff", str(tree), ref, "--output", "json", *creds_flag(reg))
     assert as_json.code == 1
     value = json.loads(as_json.out)
-    assert (value["equal"], value["added"], value["removed"], value["changed"]) == (False, 1, 1, 2)
+    counts = value["counts"]
+    assert (value["equal"], counts["created"], counts["deleted"], counts["configured"]) == (False, 1, 1, 2)
+    assert "c2VjcmV0" not in as_json.out and "bmV3c2VjcmV0" not in as_json.out
 
 
 @pytest.mark.parametrize(

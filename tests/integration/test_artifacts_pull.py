@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from action.artifacts import inspect as inspect_mod
-from action.artifacts import pull as pull_mod
 from action.artifacts import push as push_mod
 from lockgate import registry as lg_registry
+from lockgate.artifact import pull as pull_mod
 from lockgate.errors import ResolveError, VerificationError
 from lockgate.registry.oci import Descriptor, ImageManifest, sha256_digest
 from tests.integration.artifacts_support import client, creds_flag, lockgate, write_tree

@@ -89,7 +89,8 @@ def test_missing_renderer_is_a_clear_error(
     )
     assert run.code == 8
     assert (
-        f"--render needs {tool}, which is not on PATH; install it or set LOCKGATE_{tool.upper()}" in run.err
+        f"--render needs {tool}, which is not on PATH: install {tool} or set LOCKGATE_{tool.upper()}"
+        in run.err
     )
 
 

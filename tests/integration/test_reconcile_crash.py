@@ -19,8 +19,9 @@ from dataclasses import dataclass
 
 import pytest
 
-from runner import applyset
-from runner.client import Kube, Resource
+from runner.kube.client import Kube
+from runner.kube.discovery import Resource
+from runner.plan import applyset
 from tests.integration.reconcile_support import LOCKGATE, cli, configmap, dump, get, namespace, push_tree
 from tests.world import binaries
 from tests.world.kube import Cluster

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from runner import applyset
+from runner.plan import applyset
 from tests.integration.reconcile_support import (
     actions,
     configmap,

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from runner import applyset
+from runner.plan import applyset
 from tests.integration.reconcile_support import actions, configmap, dump, get, push_tree, run_pass
 from tests.world import binaries
 from tests.world.kube import Cluster

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from lockgate.signing import keys, sign
-from runner import applyset
+from runner.plan import applyset
 from tests.integration.reconcile_support import (
     actions,
     cli,

@@ -142,7 +142,7 @@ def test_missing_kustomize_is_a_clear_render_error(
     run = cli(cluster, url, *args, env=env)
     assert run.code == 8, run.err
     if how == "not on PATH":
-        assert "building it needs kustomize: install kustomize on PATH or set LOCKGATE_KUSTOMIZE" in run.err
+        assert "building it needs kustomize, which is not on PATH: install kustomize or set" in run.err
     else:
         assert f"LOCKGATE_KUSTOMIZE={tmp_path / 'no-such-kustomize'} is not an executable" in run.err
     assert get(cluster, "namespace", unique) is None

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import socket
 from pathlib import Path
 from typing import Any
 
@@ -170,3 +171,24 @@ def test_events_on_the_parent(cluster: Cluster, registry: Registry, unique: str)
     assert "refusing to prune 3 of 4 objects" in warnings["PruneRefused"]["message"]
     assert f"ConfigMap/{unique}/c0" in warnings["ApplyFailed"]["message"]
     assert "bad key!" in warnings["ApplyFailed"]["message"]
+
+
+@pytest.mark.parametrize("output", ["table", "json"])
+def test_an_unreachable_cluster_is_its_own_exit_code(
+    cluster: Cluster, registry: Registry, unique: str, tmp_path: Path, output: str
+) -> None:
+    """Exit 11 (cluster), not 5 (apply refused): nothing was refused, the cluster never answered."""
+    url = push_tree(registry, unique, {"a.yaml": dump(namespace(unique))})
+    dead = tmp_path / "dead.kubeconfig"
+    config = yaml.safe_load(cluster.kubeconfig.read_text())
+    with socket.socket() as sock:  # a port nobody listens on: bound, never accepted
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+        config["clusters"][0]["cluster"]["server"] = f"https://127.0.0.1:{port}"
+        dead.write_text(yaml.safe_dump(config))
+        run = cli(cluster, url, "--name", unique, "--insecure-skip-verify", "-o", output, kubeconfig=dead)
+    assert run.code == 11, run.err
+    assert f"cannot reach the Kubernetes API at https://127.0.0.1:{port}: connection refused" in run.err
+    if output == "json":
+        assert run.json()["error"]["exitCode"] == 11
+    assert get(cluster, "namespace", unique) is None

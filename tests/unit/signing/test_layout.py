@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+from lockgate.registry.oci import Referrers
 from lockgate.signing import layout, simplesigning
 
 DIGEST = "sha256:" + "ab" * 32
@@ -92,4 +93,5 @@ def test_fallback_index_keeps_other_referrers() -> None:
     assert entry["artifactType"] == layout.BUNDLE_MEDIA_TYPE
     assert entry["annotations"] == manifest["annotations"]
     assert layout.add_referrer(index, entry) == index
-    assert layout.bundle_entries(index) == [entry]
+    listed = Referrers.from_bytes(layout.encode(index), from_api=False, where="test")
+    assert [d.digest for d in listed.of_type(layout.BUNDLE_MEDIA_TYPE)] == [entry["digest"]]

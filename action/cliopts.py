@@ -1,0 +1,38 @@
+"""Options every CI-side command shares: registry access (``--creds``, ``--insecure``) and ``--output``.
+
+One definition, so ``push``, ``pull``, ``sign``, ``verify`` and the rest spell, document
+and interpret them the same way; ``client_for`` turns them into a registry client.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import click
+
+from lockgate import registry
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def registry_options(func: F) -> F:
+    """``--creds USER:PASSWORD`` and ``--insecure``, passed as ``creds`` and ``insecure``."""
+    func = click.option(
+        "--creds", metavar="USER:PASSWORD", help="Registry credentials (else Docker config)."
+    )(func)
+    return click.option(
+        "--insecure", is_flag=True, help="Plain http (automatic for localhost and 127.0.0.1)."
+    )(func)
+
+
+#: ``--output text|json``, passed as ``output``
+output_option = click.option(
+    "--output", "-o", "output", type=click.Choice(["text", "json"]), default="text", show_default=True
+)
+
+
+def client_for(ref: registry.Reference, creds: str | None, insecure: bool) -> registry.RegistryClient:
+    """A client for ``ref``'s registry: ``--creds`` when given, else the Docker config."""
+    explicit = registry.Credentials.from_flag(creds) if creds else None
+    return registry.RegistryClient.for_reference(ref, credentials=explicit, insecure=insecure)

@@ -1,0 +1,96 @@
+"""The signing commands as library calls: ``keygen``, ``sign`` and ``verify`` for the CLI.
+
+Each takes the options a user gave, checks their combination, and makes the one call into
+the shared ``lockgate.signing`` (keys, sign, verify); the click commands in ``cli`` only
+parse and print. Passwords come from ``password`` (environment, then a terminal prompt).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+from action import cliopts
+from action.signing import password
+from lockgate import registry
+from lockgate.errors import UsageError
+from lockgate.signing import keys
+from lockgate.signing import sign as signing
+from lockgate.signing import verify as verifying
+from lockgate.signing.options import VERIFY_FLAGS, VerifyOptions, build_policy
+from lockgate.signing.sign import SignedArtifact
+from lockgate.signing.verify import VerifiedArtifact
+
+
+def keygen(prefix: str, *, force: bool = False) -> tuple[Path, Path]:
+    """Write ``PREFIX.key`` (encrypted, mode 0600) and ``PREFIX.pub``; returns both paths.
+
+    Nothing is written when either exists (unless ``force``) or the password cannot be read.
+    """
+    private, public = Path(f"{prefix}.key"), Path(f"{prefix}.pub")
+    for path in (private, public):
+        if path.exists() and not force:
+            raise UsageError(f"{path} already exists; pass --force to overwrite it")
+    pair = keys.generate_key_pair(password.key_password(confirm=True))
+    # created 0600 from the start: the key is never readable by others, not even for a moment
+    fd = os.open(private, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "wb") as handle:
+        handle.write(pair.private_pem)
+    public.write_bytes(pair.public_pem)
+    return private, public
+
+
+@dataclass(frozen=True)
+class SignRequest:
+    """``lockgate sign`` options: exactly one of a key file or keyless."""
+
+    key_path: Path | None = None
+    keyless: bool = False
+    identity_token: str | None = None
+    staging: bool = False
+    trust_config: Path | None = None
+    annotations: tuple[str, ...] = ()
+
+
+def _pair(text: str) -> tuple[str, str]:
+    key, sep, value = text.partition("=")
+    if not sep or not key:
+        raise UsageError(f"annotation {text!r} must be KEY=VALUE")
+    return key, value
+
+
+def _annotations(items: Iterable[str]) -> dict[str, str]:
+    return dict(_pair(item) for item in items)
+
+
+def sign(reference: str, request: SignRequest, *, creds: str | None, insecure: bool) -> SignedArtifact:
+    """Sign the artifact ``reference`` (by digest) as ``request`` says."""
+    if (request.key_path is None) == (not request.keyless):
+        raise UsageError("pass exactly one of --key FILE or --keyless")
+    if request.key_path is not None and (request.staging or request.trust_config is not None):
+        raise UsageError("--staging and --trust-config apply to --keyless signatures only")
+    if request.keyless and request.annotations:
+        raise UsageError("--annotation applies to --key signatures only")
+    ref = signing.by_digest(reference)
+    client = cliopts.client_for(ref, creds, insecure)
+    if request.key_path is not None:
+        notes = _annotations(request.annotations)
+        key = password.load_private_key(request.key_path)
+        return signing.sign_with_key(ref, key, client=client, annotations=notes)
+    return signing.sign_keyless(
+        ref,
+        token=request.identity_token,
+        client=client,
+        staging=request.staging,
+        trust_config=request.trust_config,
+    )
+
+
+def verify(reference: str, options: VerifyOptions, *, creds: str | None, insecure: bool) -> VerifiedArtifact:
+    """Verify ``reference`` against the policy ``options`` describe (one is required)."""
+    policy = build_policy(options, VERIFY_FLAGS, required=True)
+    assert policy is not None  # required=True raises instead
+    ref = registry.parse(reference)
+    return verifying.verify(ref, policy, client=cliopts.client_for(ref, creds, insecure))

@@ -1,0 +1,199 @@
+"""``Kube``: the verbs the runner needs, over one ``Transport`` and one ``Discovery``.
+
+Raw REST with plain dicts, not the ``kubernetes`` package's typed client: bodies go
+straight into server-side apply requests and come back as the dicts the pass compares, so
+no per-object model (de)serialisation is paid at thousands of objects, and discovery is
+lazy per group-version. Safe to share between the pass's threads. Build it with
+``Kube.from_kubeconfig``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import requests
+from requests.adapters import HTTPAdapter
+
+from runner import kubeconfig
+from runner.kube.discovery import Discovery, Resource
+from runner.kube.errors import NotFoundError
+from runner.kube.transport import Transport
+from runner.kube.watch import WatchStream
+
+APPLY_PATCH = "application/apply-patch+yaml"
+JSON_PATCH = "application/json-patch+json"
+
+
+@dataclass(frozen=True)
+class Listed:
+    """Every object of a list (all pages) and the resourceVersion to watch from."""
+
+    items: list[dict[str, Any]] = field(default_factory=list)
+    resource_version: str = ""
+
+
+class Kube:
+    """A client for one API server."""
+
+    def __init__(self, transport: Transport) -> None:
+        self.transport = transport
+        self.discovery = Discovery(self._discover)
+
+    @classmethod
+    def from_kubeconfig(cls, path: Path | None = None, *, context: str | None = None, pool: int = 16) -> Kube:
+        """From ``path``, ``$KUBECONFIG`` or ``~/.kube/config``; in-cluster when none exists."""
+        found = kubeconfig.find(path, context)
+        session = requests.Session()
+        adapter = HTTPAdapter(pool_connections=4, pool_maxsize=pool)
+        session.mount("https://", adapter)
+        session.mount("http://", adapter)
+        session.cert = found.cert
+        session.verify = False if found.insecure else (found.ca or True)
+        if found.token:
+            session.headers["Authorization"] = f"Bearer {found.token}"
+        return cls(Transport(found.server, session))
+
+    @property
+    def server(self) -> str:
+        return self.transport.server
+
+    @property
+    def counts(self) -> dict[str, int]:
+        """Requests sent so far, per verb (get, list, watch, create, patch, delete...)."""
+        return dict(self.transport.counts)
+
+    # ---- discovery -----------------------------------------------------------------
+    def _discover(self, path: str) -> dict[str, Any] | None:
+        try:
+            return dict(self.transport.request("GET", path, what=f"discover {path}").json())
+        except NotFoundError:
+            return None
+
+    def resource(self, api_version: str, kind: str) -> Resource:
+        return self.discovery.resource(api_version, kind)
+
+    def knows(self, api_version: str, kind: str) -> bool:
+        return self.discovery.knows(api_version, kind)
+
+    # ---- verbs ---------------------------------------------------------------------
+    def get(self, res: Resource, namespace: str, name: str) -> dict[str, Any] | None:
+        try:
+            response = self.transport.request(
+                "GET", res.path(namespace, name), resource=res, namespace=namespace
+            )
+        except NotFoundError:
+            return None
+        return dict(response.json())
+
+    def list_all(
+        self, res: Resource, namespace: str = "", *, label_selector: str | None = None, limit: int = 500
+    ) -> Iterator[dict[str, Any]]:
+        """Every object, page by page (so memory stays bounded)."""
+        for page in self._pages(res, namespace, label_selector=label_selector, limit=limit):
+            yield from page.get("items") or []
+
+    def snapshot(self, res: Resource, namespace: str = "", *, label_selector: str | None = None) -> Listed:
+        """Every object at once, with the list's resourceVersion (to start a watch from)."""
+        items: list[dict[str, Any]] = []
+        version = ""
+        for page in self._pages(res, namespace, label_selector=label_selector, limit=500):
+            items.extend(page.get("items") or [])
+            version = str((page.get("metadata") or {}).get("resourceVersion", ""))
+        return Listed(items, version)
+
+    def _pages(
+        self, res: Resource, namespace: str, *, label_selector: str | None, limit: int
+    ) -> Iterator[dict[str, Any]]:
+        params: dict[str, str] = {"limit": str(limit)}
+        if label_selector:
+            params["labelSelector"] = label_selector
+        while True:
+            page = self.transport.request(
+                "GET", res.path(namespace), params=params, what="list", resource=res, namespace=namespace
+            ).json()
+            for item in page.get("items") or []:
+                # list items carry no apiVersion/kind of their own
+                item.setdefault("apiVersion", res.api_version)
+                item.setdefault("kind", res.kind)
+            yield page
+            token = (page.get("metadata") or {}).get("continue")
+            if not token:
+                return
+            params["continue"] = token
+
+    def apply(
+        self, res: Resource, body: dict[str, Any], *, manager: str, force: bool = True, dry_run: bool = False
+    ) -> tuple[bool, dict[str, Any]]:
+        """Server-side apply; returns (created, object). The server answers 201 when it created."""
+        metadata = body["metadata"]
+        params = {"fieldManager": manager, "force": "true" if force else "false"}
+        if dry_run:
+            params["dryRun"] = "All"
+        response = self.transport.request(
+            "PATCH",
+            res.path(metadata.get("namespace", ""), metadata["name"]),
+            params=params,
+            body=body,
+            content_type=APPLY_PATCH,
+            resource=res,
+            namespace=metadata.get("namespace", ""),
+        )
+        return response.status_code == 201, dict(response.json())
+
+    def json_patch(
+        self, res: Resource, namespace: str, name: str, ops: list[dict[str, Any]]
+    ) -> dict[str, Any]:
+        response = self.transport.request(
+            "PATCH",
+            res.path(namespace, name),
+            body=ops,
+            content_type=JSON_PATCH,
+            resource=res,
+            namespace=namespace,
+        )
+        return dict(response.json())
+
+    def create(self, res: Resource, namespace: str, body: dict[str, Any]) -> dict[str, Any]:
+        response = self.transport.request(
+            "POST", res.path(namespace), body=body, resource=res, namespace=namespace
+        )
+        return dict(response.json())
+
+    def delete(self, res: Resource, namespace: str, name: str, *, propagation: str = "Background") -> bool:
+        """Delete; False when it was already gone."""
+        try:
+            self.transport.request(
+                "DELETE",
+                res.path(namespace, name),
+                body={"propagationPolicy": propagation},
+                resource=res,
+                namespace=namespace,
+            )
+            return True
+        except NotFoundError:
+            return False
+
+    def watch(
+        self, res: Resource, namespace: str, *, label_selector: str, resource_version: str, timeout: int
+    ) -> WatchStream:
+        """Open a watch from ``resource_version``; the server ends it after ``timeout`` seconds."""
+        params = {
+            "watch": "true",
+            "labelSelector": label_selector,
+            "resourceVersion": resource_version,
+            "timeoutSeconds": str(max(timeout, 1)),
+            "allowWatchBookmarks": "true",
+        }
+        response = self.transport.request(
+            "GET",
+            res.path(namespace),
+            params=params,
+            stream=True,
+            timeout=timeout + 10,
+            resource=res,
+            namespace=namespace,
+        )
+        return WatchStream(response)

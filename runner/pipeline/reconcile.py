@@ -1,0 +1,224 @@
+"""One reconcile pass: source -> inventory (union) -> staged apply -> prune -> inventory (new) -> wait.
+
+The order of inventory writes is what makes a pass crash-safe: before the first object is
+applied, the parent records the union of the previous and the new members, so a pass
+killed at any point leaves no object the next pass does not know about; only after
+pruning is the set shrunk to the new members. Nothing is pruned when anything before
+failed. Failures after the source step are recorded on the parent (last result, Event).
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from lockgate.diff.changeset import Action, ChangeSet
+from lockgate.errors import ClusterError, LockgateError, RenderError, UsageError
+from lockgate.manifests import K8sObject
+from runner.inventory import events, store
+from runner.kube.client import Kube
+from runner.pipeline import source
+from runner.pipeline.result import Result
+from runner.plan import kinds, placement, prune_plan
+from runner.plan.desired import Desired, prepare
+from runner.plan.inventory import Member
+from runner.ssa import apply, prune, wait
+from runner.ssa.manager import Manager
+
+DEFAULT_NAMESPACE = "lockgate-system"
+SA_NAMESPACE_FILE = Path("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
+CRD_TIMEOUT = 60.0
+_NAME = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+
+
+@dataclass(frozen=True)
+class SyncOptions:
+    name: str
+    source: source.SourceSpec
+    namespace: str | None = None
+    target_namespace: str | None = None
+    prune: bool = False
+    wait: bool = False
+    timeout: float = 300.0
+    force: bool = False
+    dry_run: bool = False
+    prune_options: prune_plan.PruneOptions = field(default_factory=prune_plan.PruneOptions)
+    concurrency: int = 8
+
+
+def runner_namespace(explicit: str | None) -> str:
+    if explicit:
+        return explicit
+    try:
+        return SA_NAMESPACE_FILE.read_text().strip() or DEFAULT_NAMESPACE
+    except OSError:
+        return DEFAULT_NAMESPACE
+
+
+def check_name(name: str) -> None:
+    if not _NAME.match(name) or len(name) > 63 - len("lockgate-"):
+        raise UsageError(f"sync name {name!r} must be a DNS label of at most 54 characters (a-z, 0-9, -)")
+
+
+class Pass:
+    """The cluster half of a pass, for already loaded objects."""
+
+    def __init__(self, kube: Kube, options: SyncOptions, result: Result) -> None:
+        self.kube = kube
+        self.options = options
+        self.result = result
+        self.inventory = store.read(kube, options.name, result.namespace)
+        self.previous = dict(self.inventory.members)
+        self.mgr = Manager(kube, set_id=self.inventory.set_id, concurrency=options.concurrency)
+
+    def run(self, objects: list[K8sObject]) -> None:
+        options = self.options
+        placed = placement.place(
+            objects, target_namespace=options.target_namespace, cluster_scope=self.kube.discovery.scope
+        )
+        desired = [prepare(obj, self.mgr.set_id) for obj in placed]
+        members = {d.key: d for d in desired if d.policy.applies}
+        released = [d.key for d in desired if not d.policy.applies]
+        if options.prune:
+            prune_plan.check_share(self.previous, [*members, *released], options.prune_options)
+        if not options.dry_run:
+            self._record_union(members)
+        changeset = self._apply(desired)
+        if options.prune:
+            pruned, _ = prune.prune(
+                self.mgr,
+                self._union(members),
+                list(members),
+                options=options.prune_options,
+                dry_run=options.dry_run,
+                released=released,
+            )
+            changeset.extend(pruned)
+            self.result.changeset = changeset
+        if options.dry_run:
+            return
+        self._record_final(members, changeset)
+        if options.wait:
+            self._wait(desired, changeset)
+        if changeset.changed:
+            message = f"{self.result.revision}: {changeset.summary()}"
+            if self.result.health:
+                message += f"; {len(self.result.health)} objects healthy"
+            events.emit(self.kube, self.inventory, warning=False, reason=events.SUCCEEDED, message=message)
+
+    def _union(self, members: dict[Any, Desired]) -> dict[Any, Member]:
+        union = dict(self.previous)
+        for key, item in members.items():
+            union.setdefault(key, Member(key, item.version, ""))
+        return union
+
+    def _record_union(self, members: dict[Any, Desired]) -> None:
+        union = self._union(members)
+        if self.inventory.exists and union.keys() == self.previous.keys():
+            return
+        store.ensure_namespace(self.kube, self.inventory.namespace, manager=self.mgr.field_manager)
+        self.inventory.members = union
+        store.write(self.kube, self.inventory, manager=self.mgr.field_manager)
+
+    def _apply(self, desired: list[Desired]) -> ChangeSet:
+        changeset = self.result.changeset
+        recorded = {key: member.hash for key, member in self.previous.items()}
+        by_key = {d.key: d for d in desired}
+        options = apply.ApplyOptions(force=self.options.force, dry_run=self.options.dry_run)
+        for stage, keys in kinds.staged(by_key):
+            try:
+                done = apply.apply_stage(
+                    self.mgr, [by_key[k] for k in keys], recorded=recorded, options=options
+                )
+            except apply.ApplyFailed as exc:
+                changeset.extend(exc.changeset)
+                raise
+            changeset.extend(done)
+            if stage is kinds.Stage.CLUSTER and not self.options.dry_run:
+                self._wait_for_crds([by_key[k] for k in keys])
+        return changeset
+
+    def _wait_for_crds(self, items: list[Desired]) -> None:
+        crds = [d for d in items if d.key.kind == "CustomResourceDefinition" and d.policy.applies]
+        if crds:
+            res = self.mgr.resource("apiextensions.k8s.io/v1", "CustomResourceDefinition")
+            wait.wait(self.mgr, [(d.key, res) for d in crds], wait.WaitOptions(timeout=CRD_TIMEOUT))
+            wait.wait_for_discovery(self.kube, crds, timeout=CRD_TIMEOUT)
+
+    def _record_final(self, members: dict[Any, Desired], changeset: ChangeSet) -> None:
+        applied = {
+            e.key
+            for e in changeset.entries
+            if e.action in (Action.CREATED, Action.CONFIGURED, Action.UNCHANGED)
+        }
+        final: dict[Any, Member] = {} if self.options.prune else dict(self.previous)
+        for key, item in members.items():
+            final[key] = Member(key, item.version, item.hash if key in applied else "")
+        before = (self.inventory.document(), self.inventory.exists)
+        self.inventory.members = final
+        self.inventory.digest = self.result.digest
+        self.inventory.revision = self.result.revision
+        self.inventory.source = self.result.url
+        self.inventory.last_result = {"status": "Succeeded", "summary": changeset.summary()}
+        if before != (self.inventory.document(), True):
+            store.ensure_namespace(self.kube, self.inventory.namespace, manager=self.mgr.field_manager)
+            store.write(self.kube, self.inventory, manager=self.mgr.field_manager)
+
+    def _wait(self, desired: list[Desired], changeset: ChangeSet) -> None:
+        skipped = {e.key for e in changeset.of(Action.SKIPPED)}
+        awaited = [
+            (d.key, self.mgr.resource(d.api_version, d.key.kind)) for d in desired if d.key not in skipped
+        ]
+        report = wait.wait(self.mgr, awaited, wait.WaitOptions(timeout=self.options.timeout))
+        self.result.health = {str(k): h for k, h in report.items()}
+
+    def record_failure(self, error: LockgateError) -> None:
+        if self.options.dry_run or isinstance(error, ClusterError):
+            return  # nothing changed, or the cluster cannot take the record anyway
+        self.inventory.last_result = {"status": "Failed", "summary": error.message.splitlines()[0][:300]}
+        try:
+            if self.inventory.exists:
+                store.write(self.kube, self.inventory, manager=self.mgr.field_manager)
+        except LockgateError:
+            pass
+        if self.inventory.exists:
+            reason = events.reason_for(error)
+            events.emit(self.kube, self.inventory, warning=True, reason=reason, message=error.message)
+
+
+def reconcile(options: SyncOptions, *, kube: Kube | None = None, kubeconfig: Path | None = None) -> Result:
+    """Run one pass; never raises ``LockgateError`` (it is in ``Result.error``).
+
+    ``kube`` is a client to reuse (a long-running runner keeps one); else one is built from
+    ``kubeconfig``, ``$KUBECONFIG`` or the in-cluster service account.
+    """
+    started = time.monotonic()
+    result = Result(name=options.name, dry_run=options.dry_run)
+    client: Kube | None = kube
+    try:
+        check_name(options.name)
+        result.namespace = runner_namespace(options.namespace)
+        fetched = source.fetch(options.source)
+        result.url, result.digest, result.revision = fetched.url, fetched.digest, fetched.revision
+        result.verified_by = fetched.verified_by
+        if not fetched.objects and not options.prune:
+            raise RenderError(
+                f"{fetched.url}{'/' + options.source.path if options.source.path else ''} holds no objects"
+            )
+        client = client or Kube.from_kubeconfig(kubeconfig, pool=options.concurrency + 4)
+        run = Pass(client, options, result)
+        try:
+            run.run(fetched.objects)
+        except LockgateError as exc:
+            run.record_failure(exc)
+            raise
+    except LockgateError as exc:
+        result.error = exc
+    finally:
+        result.seconds = time.monotonic() - started
+        if client is not None:
+            result.requests = client.counts
+    return result

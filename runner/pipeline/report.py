@@ -1,0 +1,23 @@
+"""The human summary of a pass, rendered from its ``Result`` (change set, health, costs)."""
+
+from __future__ import annotations
+
+from runner.pipeline.result import Result
+
+
+def table(result: Result) -> str:
+    lines = [f"sync {result.name}" + (" (dry run: nothing was changed)" if result.dry_run else "")]
+    if result.url:
+        lines.append(f"  source:   {result.url}")
+        lines.append(f"  revision: {result.revision}")
+        lines.append(f"  verified: {result.verified_by}")
+    if result.changeset.entries:
+        lines.extend("  " + line for line in result.changeset.table().splitlines())
+    if result.health:
+        unhealthy = {k: h for k, h in result.health.items() if h.status.value != "Current"}
+        lines.append(f"  health: {len(result.health) - len(unhealthy)}/{len(result.health)} Current")
+    requests = sum(result.requests.values())
+    lines.append(f"  {requests} API requests in {result.seconds:.1f}s")
+    if result.error is not None:
+        lines.append(f"  FAILED: {result.error.message.splitlines()[0]}")
+    return "\n".join(lines)

@@ -1,0 +1,55 @@
+"""What one pass returns: the change set, health, the revision applied and the pass's cost.
+
+The table (``report``), the ``--output json`` document and the exit code are all derived
+from a ``Result``; a pass never raises ``LockgateError``, it stores it here.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from lockgate.diff.changeset import ChangeSet
+from lockgate.errors import LockgateError
+from runner.plan.health import Health
+
+
+@dataclass
+class Result:
+    name: str
+    namespace: str = ""
+    url: str = ""
+    digest: str = ""
+    revision: str = ""
+    verified_by: str = ""
+    changeset: ChangeSet = field(default_factory=ChangeSet)
+    health: dict[str, Health] = field(default_factory=dict)
+    error: LockgateError | None = None
+    requests: dict[str, int] = field(default_factory=dict)
+    seconds: float = 0.0
+    dry_run: bool = False
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "namespace": self.namespace,
+            "url": self.url,
+            "digest": self.digest,
+            "revision": self.revision,
+            "verifiedBy": self.verified_by,
+            "dryRun": self.dry_run,
+            "ok": self.ok,
+            "error": None
+            if self.error is None
+            else {"message": self.error.message, "exitCode": int(self.error.exit_code)},
+            **self.changeset.to_json(),
+            "health": {
+                key: {"status": h.status.value, "message": h.message} for key, h in self.health.items()
+            },
+            "requests": dict(self.requests),
+            "seconds": round(self.seconds, 3),
+        }

@@ -1,0 +1,151 @@
+"""Acquire the manifests of one pass: resolve, verify, pull by digest, extract, render, load.
+
+The reference is resolved once (a tag, the highest tag in a semver range with Flux
+OCIRepository semantics, or a digest) and everything after uses the digest. Verification
+fails closed: without a policy the pass is refused unless the caller explicitly skips it.
+Pulling, rendering and semver selection are the shared core's (``lockgate.artifact.pull``,
+``lockgate.render``, ``lockgate.semver``). Nothing here touches the cluster, so a refused
+artifact leaves the cluster as it was.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from lockgate import manifests, registry, render, semver
+from lockgate.artifact import pull
+from lockgate.errors import RenderError, ResolveError, UsageError, VerificationError
+from lockgate.manifests import K8sObject
+from lockgate.signing.options import Spelling
+
+if TYPE_CHECKING:
+    from lockgate.signing.policy import Policy
+
+REVISION_ANNOTATION = "org.opencontainers.image.revision"
+_PURPOSE = "the artifact holds a kustomization, and building it"
+#: ``lockgate reconcile`` flags
+FLAGS = Spelling(
+    key="--verify-key",
+    identity="--verify-identity",
+    identity_regexp="--verify-identity-regexp",
+    issuer="--verify-issuer",
+    issuer_regexp="--verify-issuer-regexp",
+    insecure_skip="--insecure-skip-verify",
+)
+#: a Sync document's ``spec.verify``
+FIELDS = Spelling(
+    key="spec.verify.key",
+    identity="spec.verify.identity",
+    identity_regexp="spec.verify.identityRegexp",
+    issuer="spec.verify.issuer",
+    issuer_regexp="spec.verify.issuerRegexp",
+    insecure_skip="spec.verify.insecureSkip",
+)
+
+
+@dataclass(frozen=True)
+class SourceSpec:
+    url: str
+    semver: str | None = None
+    path: str | None = None
+    policy: Policy | None = None
+    insecure_skip_verify: bool = False
+    #: how the verification options were written (flags or Sync fields), for errors
+    spelling: Spelling = FLAGS
+
+
+@dataclass(frozen=True)
+class Fetched:
+    reference: registry.Reference
+    digest: str
+    #: Flux's OCIRepository revision: ``<tag>@sha256:<hex>``, or ``sha256:<hex>`` for a digest ref
+    revision: str
+    source_revision: str
+    verified_by: str
+    objects: list[K8sObject]
+
+    @property
+    def url(self) -> str:
+        return f"oci://{self.reference.name}@{self.digest}"
+
+
+def resolve(spec: SourceSpec, client: registry.RegistryClient) -> registry.Reference:
+    """The reference with its tag chosen (semver), not yet its digest."""
+    ref = registry.parse(spec.url)
+    if spec.semver:
+        if ref.digest:
+            raise UsageError("--semver and a digest reference are exclusive: the digest already pins it")
+        try:
+            constraints = semver.Constraints.parse(spec.semver)
+        except semver.SemverError as exc:
+            raise UsageError(f"--semver {spec.semver!r}: {exc}") from None
+        tags = client.list_tags(ref.repository)
+        tag = semver.highest_in_range(constraints, tags)
+        if tag is None:
+            raise ResolveError(
+                f"{ref}: no tag matches the semver range {spec.semver!r} ({len(tags)} tags listed)"
+            )
+        ref = ref.with_tag(tag)
+    return ref
+
+
+def _pin(spec: SourceSpec, ref: registry.Reference, client: registry.RegistryClient) -> tuple[str, str]:
+    """(digest, who verified it); verification comes first and fails closed."""
+    if spec.policy is not None:
+        # imported here: sigstore costs a third of a second of start-up, needed only to verify
+        from lockgate.signing import verify as verify_mod
+
+        verified = verify_mod.verify(ref, spec.policy, client=client)
+        return verified.digest, verified.signer
+    if not spec.insecure_skip_verify:
+        s = spec.spelling
+        raise VerificationError(
+            f"no verification policy for {ref}: set {s.key}, or {s.identity} and {s.issuer}, "
+            f"or {s.insecure_skip} to apply unsigned artifacts (not recommended)"
+        )
+    return client.resolve(ref), "nobody (--insecure-skip-verify)"
+
+
+def render_objects(root: Path, path: str | None) -> list[K8sObject]:
+    """The objects under ``root/path``: ``kustomize build`` when it holds a kustomization."""
+    base = root.resolve()
+    directory = (base / path).resolve() if path else base
+    if not directory.is_relative_to(base):
+        raise UsageError(f"--path {path!r} leaves the artifact")
+    if not directory.exists():
+        raise RenderError(f"--path {path!r}: the artifact has no such directory")
+    if render.kind_of(directory) == "kustomize":
+        shown = path or "."
+        text = render.kustomize_build(directory, purpose=_PURPOSE, shown=shown)
+        objects = manifests.load_text(text, f"kustomize build {shown}")
+    else:
+        objects = manifests.load([directory], relative_to=base)
+    seen: dict[manifests.ObjectKey, K8sObject] = {}
+    for obj in objects:
+        if obj.key in seen:
+            raise RenderError(f"{obj.origin}: duplicate object {obj.key} (first at {seen[obj.key].origin})")
+        seen[obj.key] = obj
+    return objects
+
+
+def fetch(spec: SourceSpec, *, client: registry.RegistryClient | None = None) -> Fetched:
+    """Resolve, verify, pull by digest, extract into a temporary directory and load the objects."""
+    base = registry.parse(spec.url)
+    client = client or registry.RegistryClient.for_reference(base)
+    ref = resolve(spec, client)
+    digest, signer = _pin(spec, ref, client)
+    with tempfile.TemporaryDirectory(prefix="lockgate-reconcile-") as tmp:
+        pulled = pull.pull(client, ref, Path(tmp) / "artifact", digest=digest)
+        objects = render_objects(Path(tmp) / "artifact", spec.path)
+    revision = f"{ref.tag}@{digest}" if ref.tag and not ref.digest else digest
+    return Fetched(
+        reference=ref,
+        digest=digest,
+        revision=revision,
+        source_revision=pulled.resolved.manifest.annotations.get(REVISION_ANNOTATION, ""),
+        verified_by=signer,
+        objects=objects,
+    )

@@ -1,0 +1,71 @@
+"""Classify one object against the cluster: created, configured (with a field diff) or unchanged.
+
+Pure. The fast path decides "unchanged" without a request: the hash of what we send
+matches what the inventory says we last applied, nobody else's manager needs taking over,
+and every field we send is live with the same value (``is_subset``). Everything else is
+applied (or, in a dry run, dry-run applied) by ``runner.ssa.apply``, and the answer is
+compared here with the live object through the shared diff engine (``lockgate.diff``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from lockgate.diff import fields
+from lockgate.diff.changeset import Action
+from lockgate.diff.fields import FieldChange
+from runner.plan import takeover
+
+if TYPE_CHECKING:
+    from runner.plan.desired import Desired
+
+
+@dataclass(frozen=True)
+class Classification:
+    action: Action
+    changes: tuple[FieldChange, ...] = ()
+    takeover: bool = False
+    reason: str = ""
+
+
+def is_subset(desired: Any, live: Any) -> bool:
+    """Every field of ``desired`` is present in ``live`` with the same value (lists element-wise)."""
+    if isinstance(desired, dict):
+        return isinstance(live, dict) and all(
+            key in live and is_subset(value, live[key]) for key, value in desired.items()
+        )
+    if isinstance(desired, list):
+        return (
+            isinstance(live, list)
+            and len(desired) == len(live)
+            and all(is_subset(d, v) for d, v in zip(desired, live, strict=True))
+        )
+    return bool(desired == live)
+
+
+def content_hash(body: dict[str, Any]) -> str:
+    """A short stable hash of what we send, recorded per member for the no-op fast path."""
+    data = json.dumps(body, sort_keys=True, separators=(",", ":")).encode()
+    return hashlib.sha256(data).hexdigest()[:16]
+
+
+def fast_unchanged(item: Desired, live: dict[str, Any], *, recorded_hash: str, manager: str) -> bool:
+    """True when no request is needed to know the object is unchanged."""
+    return (
+        bool(recorded_hash)
+        and recorded_hash == item.hash
+        and not (item.policy.takes_over and takeover.needs_takeover(live, manager))
+        and is_subset(item.body, live)
+    )
+
+
+def compare(live: dict[str, Any], after: dict[str, Any], *, took_over: bool) -> Classification:
+    """Classify by the object before and after an apply (or its dry run)."""
+    if fields.is_drifted(live, after):
+        return Classification(Action.CONFIGURED, fields.field_changes(live, after), took_over)
+    if took_over:
+        return Classification(Action.CONFIGURED, takeover=True, reason="fields taken over from kubectl")
+    return Classification(Action.UNCHANGED)

@@ -1,0 +1,140 @@
+"""The inventory document: what the ApplySet parent Secret ``lockgate-<name>`` holds.
+
+Pure. The parent carries kubectl's ApplySet label and annotations (so ``kubectl apply
+--prune --applyset=secret/lockgate-<name>`` sees the same set) and, in ``data``, the exact
+member list with each member's API version and the hash of what was applied, the last
+applied digest and revision, and the last result. ``body`` renders the Secret to apply and
+``from_secret`` reads one back; ``runner.inventory.store`` does the I/O. Crash safety rests
+on the order of writes made by the pipeline: the union of old and new members before
+applying, the new set only after pruning.
+"""
+
+from __future__ import annotations
+
+import base64
+import gzip
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from lockgate.errors import ApplyError
+from lockgate.manifests import ObjectKey
+from runner.plan import applyset
+from runner.plan.objects import labels_of
+
+DATA_KEY = "inventory.json.gz"
+ANNOTATION_PREFIX = "lockgate.dev/"
+
+
+@dataclass(frozen=True)
+class Member:
+    key: ObjectKey
+    version: str
+    hash: str = ""
+
+    @property
+    def api_version(self) -> str:
+        return f"{self.key.group}/{self.version}" if self.key.group else self.version
+
+
+def member_id(key: ObjectKey) -> str:
+    """Flux's inventory entry ID: ``<namespace>_<name>_<group>_<kind>``."""
+    return f"{key.namespace}_{key.name}_{key.group}_{key.kind}"
+
+
+def parse_member_id(text: str) -> ObjectKey:
+    namespace, name, group, kind = text.split("_")
+    return ObjectKey(group=group, kind=kind, namespace=namespace, name=name)
+
+
+@dataclass
+class Inventory:
+    name: str
+    namespace: str
+    members: dict[ObjectKey, Member] = field(default_factory=dict)
+    digest: str = ""
+    revision: str = ""
+    source: str = ""
+    last_result: dict[str, Any] = field(default_factory=dict)
+    exists: bool = False
+
+    @property
+    def parent(self) -> str:
+        return applyset.parent_name(self.name)
+
+    @property
+    def set_id(self) -> str:
+        return applyset.applyset_id(self.parent, self.namespace)
+
+    def document(self) -> dict[str, Any]:
+        return {
+            "members": [
+                {"id": member_id(m.key), "v": m.version, "h": m.hash}
+                for m in sorted(self.members.values(), key=lambda m: member_id(m.key))
+            ],
+            "digest": self.digest,
+            "revision": self.revision,
+            "source": self.source,
+            "lastResult": self.last_result,
+        }
+
+    def body(self) -> dict[str, Any]:
+        labels, annotations = applyset.parent_metadata(self.parent, self.namespace, self.members)
+        labels["app.kubernetes.io/managed-by"] = "lockgate"
+        annotations.update(
+            {
+                ANNOTATION_PREFIX + "digest": self.digest,
+                ANNOTATION_PREFIX + "revision": self.revision,
+                ANNOTATION_PREFIX + "source": self.source,
+                ANNOTATION_PREFIX + "last-result": str(self.last_result.get("summary", "")),
+                ANNOTATION_PREFIX + "members": str(len(self.members)),
+            }
+        )
+        raw = gzip.compress(json.dumps(self.document(), separators=(",", ":")).encode(), mtime=0)
+        return {
+            "apiVersion": "v1",
+            "kind": "Secret",
+            "metadata": {
+                "name": self.parent,
+                "namespace": self.namespace,
+                "labels": labels,
+                "annotations": annotations,
+            },
+            "type": "Opaque",
+            "data": {DATA_KEY: base64.b64encode(raw).decode()},
+        }
+
+
+def _decode(secret: dict[str, Any], where: str) -> dict[str, Any]:
+    data = (secret.get("data") or {}).get(DATA_KEY)
+    if not data:
+        return {}
+    try:
+        value = json.loads(gzip.decompress(base64.b64decode(data)))
+    except (ValueError, OSError) as exc:
+        raise ApplyError(
+            f"{where}: the inventory is unreadable ({exc}); delete the Secret to start over"
+        ) from None
+    return value if isinstance(value, dict) else {}
+
+
+def from_secret(secret: dict[str, Any], name: str, namespace: str) -> Inventory:
+    """The inventory stored in the parent ``secret`` of sync ``name``."""
+    inventory = Inventory(name=name, namespace=namespace)
+    where = f"Secret/{namespace}/{inventory.parent}"
+    found = labels_of(secret).get(applyset.ID_LABEL)
+    if found != inventory.set_id:
+        raise ApplyError(
+            f"{where} exists but is not the ApplySet parent of sync {name!r} (label "
+            f"{applyset.ID_LABEL}={found!r}); rename the sync or remove that Secret"
+        )
+    doc = _decode(secret, where)
+    for entry in doc.get("members") or []:
+        key = parse_member_id(str(entry["id"]))
+        inventory.members[key] = Member(key, str(entry.get("v", "")), str(entry.get("h", "")))
+    inventory.digest = str(doc.get("digest", ""))
+    inventory.revision = str(doc.get("revision", ""))
+    inventory.source = str(doc.get("source", ""))
+    inventory.last_result = dict(doc.get("lastResult") or {})
+    inventory.exists = True
+    return inventory

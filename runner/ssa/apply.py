@@ -1,0 +1,253 @@
+"""Server-side apply of one stage: list what is live, classify, send only what changed.
+
+Per stage, the live members are listed once per resource and namespace (label selector
+``applyset.kubernetes.io/part-of=<id>``, paged) instead of one GET per object, and the
+no-op fast path (``classify.fast_unchanged``) is decided while listing, so only drifted
+objects are kept in memory. Objects not yet labelled as members are applied directly
+(the server answers 201 when it created them) unless a dry run or ``IfNotPresent`` needs
+to know first. A listed object that may have changed is applied at once and classified
+by comparing the server's answer with the listed copy (a dry run first only in
+``--dry-run``). Kinds are sent in Flux's order; objects of one kind go concurrently.
+Immutable-field errors recreate the object only when forced.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from lockgate.diff.changeset import Action, ChangeSet, Entry
+from lockgate.errors import ApplyError, LockgateError
+from lockgate.manifests import ObjectKey
+from runner.kube.discovery import Resource
+from runner.kube.errors import KubeError, NotFoundError
+from runner.plan import classify, kinds, takeover
+from runner.plan.desired import Desired
+from runner.plan.policy import SSAMode
+from runner.ssa.manager import Manager
+
+MAX_LISTED = 20
+FORCE_HINT = "pass --force or annotate the object with lockgate.dev/force: enabled to recreate it"
+
+
+@dataclass(frozen=True)
+class ApplyOptions:
+    force: bool = False
+    dry_run: bool = False
+    recreate_timeout: float = 60.0
+
+
+class ApplyFailed(ApplyError):
+    """Some objects were refused; ``changeset`` holds what was done before the failure."""
+
+    def __init__(self, errors: Sequence[LockgateError], changeset: ChangeSet) -> None:
+        lines = [e.message for e in errors]
+        shown = [f"  - {line}" for line in lines[:MAX_LISTED]]
+        if len(lines) > MAX_LISTED:
+            shown.append(f"  ... and {len(lines) - MAX_LISTED} more")
+        message = (
+            lines[0] if len(lines) == 1 else f"{len(lines)} objects failed to apply:\n" + "\n".join(shown)
+        )
+        super().__init__(message)
+        self.errors = list(errors)
+        self.changeset = changeset
+        codes = {e.exit_code for e in errors}
+        if len(codes) == 1:  # e.g. every request met a dead cluster: exit as that, not "refused"
+            self.exit_code = codes.pop()
+
+
+class _Unchanged:
+    """Marker: decided unchanged while listing."""
+
+
+UNCHANGED = _Unchanged()
+Live = dict[str, Any] | _Unchanged
+
+
+def _about(item: Desired, exc: LockgateError) -> LockgateError:
+    """A refusal of ``item``, named in the message; other failures (the cluster is unreachable,
+    the credentials are refused) are not about the object and keep their class and exit code."""
+    if not isinstance(exc, ApplyError):
+        return exc
+    message = (
+        f"{item.key} (from {item.origin}): {exc.message}" if item.origin else f"{item.key}: {exc.message}"
+    )
+    return exc.about(message) if isinstance(exc, KubeError) else ApplyError(message)
+
+
+class StageApplier:
+    def __init__(self, mgr: Manager, options: ApplyOptions, recorded: Mapping[ObjectKey, str]) -> None:
+        self.mgr = mgr
+        self.options = options
+        self.recorded = recorded
+
+    # ---- listing -------------------------------------------------------------------
+    def index(
+        self, items: Sequence[Desired], resources: Mapping[ObjectKey, Resource]
+    ) -> dict[ObjectKey, Live]:
+        groups: dict[tuple[Resource, str], dict[str, Desired]] = {}
+        for item in items:
+            res = resources.get(item.key)
+            if res is not None:
+                groups.setdefault((res, item.key.namespace), {})[item.key.name] = item
+
+        def list_group(group: tuple[tuple[Resource, str], dict[str, Desired]]) -> dict[ObjectKey, Live]:
+            (res, namespace), wanted = group
+            found: dict[ObjectKey, Live] = {}
+            for live in self.mgr.kube.list_all(res, namespace, label_selector=self.mgr.member_selector):
+                item = wanted.get(live.get("metadata", {}).get("name", ""))
+                if item is None:
+                    continue
+                fast = classify.fast_unchanged(
+                    item, live, recorded_hash=self.recorded.get(item.key, ""), manager=self.mgr.field_manager
+                )
+                found[item.key] = UNCHANGED if fast else live
+            return found
+
+        index: dict[ObjectKey, Live] = {}
+        results = self.mgr.each(list_group, list(groups.items()))
+        for result in results:
+            if isinstance(result, LockgateError):
+                raise result
+            index.update(result)
+        return index
+
+    # ---- one object ----------------------------------------------------------------
+    def one(self, item: Desired, res: Resource | None, state: Live | None) -> Entry:
+        if not item.policy.applies:
+            why = "ssa: Ignore" if item.policy.ssa is SSAMode.IGNORE else "reconcile: disabled"
+            return Entry(item.key, Action.SKIPPED, why)
+        if res is None:
+            return Entry(item.key, Action.CREATED, "kind not installed yet; not validated (dry run)")
+        if isinstance(state, _Unchanged):
+            return Entry(item.key, Action.UNCHANGED)
+        kube = self.mgr.kube
+        try:
+            live = state
+            if live is None:
+                if not (self.options.dry_run or item.policy.ssa is SSAMode.IF_NOT_PRESENT):
+                    return self._apply_unlisted(item, res)
+                live = kube.get(res, item.key.namespace, item.key.name)
+            if live is None:
+                return self._create(item, res)
+            if item.policy.ssa is SSAMode.IF_NOT_PRESENT:
+                return Entry(item.key, Action.SKIPPED, "exists; ssa: IfNotPresent")
+            if not self.options.dry_run:
+                return self._update(item, res, live)
+            try:
+                found = self._dry_run(item, res, live)
+            except KubeError as exc:
+                if exc.is_immutable:
+                    return self._recreate(item, res, exc)
+                raise
+            return Entry(item.key, found.action, found.reason, found.changes)
+        except LockgateError as exc:
+            raise _about(item, exc) from None
+
+    def _dry_run(self, item: Desired, res: Resource, live: dict[str, Any]) -> classify.Classification:
+        """Dry-run ``item`` against its live object; raises ``KubeError`` (e.g. immutable fields)."""
+        _, dry = self.mgr.kube.apply(res, item.body, manager=self.mgr.field_manager, dry_run=True)
+        took_over = item.policy.takes_over and takeover.needs_takeover(live, self.mgr.field_manager)
+        return classify.compare(live, dry, took_over=took_over)
+
+    def _update(self, item: Desired, res: Resource, live: dict[str, Any]) -> Entry:
+        """Apply at once and classify by comparing the answer with the live copy.
+
+        A server-side apply that changes nothing writes nothing, so no dry run is needed
+        first: one request per object that is not known unchanged, as kubectl sends.
+        """
+        kube, manager = self.mgr.kube, self.mgr.field_manager
+        took_over = item.policy.takes_over and takeover.needs_takeover(live, manager)
+        if took_over:
+            kube.json_patch(res, item.key.namespace, item.key.name, takeover.takeover_patch(live, manager))
+        try:
+            _, after = kube.apply(res, item.body, manager=manager)
+        except KubeError as exc:
+            if exc.is_immutable:
+                return self._recreate(item, res, exc)
+            raise
+        found = classify.compare(live, after, took_over=took_over)
+        return Entry(item.key, found.action, found.reason, found.changes)
+
+    def _create(self, item: Desired, res: Resource) -> Entry:
+        if self.options.dry_run:
+            try:
+                self.mgr.kube.apply(res, item.body, manager=self.mgr.field_manager, dry_run=True)
+            except NotFoundError:
+                return Entry(item.key, Action.CREATED, "its namespace is created by this pass")
+            return Entry(item.key, Action.CREATED)
+        self.mgr.kube.apply(res, item.body, manager=self.mgr.field_manager)
+        return Entry(item.key, Action.CREATED)
+
+    def _apply_unlisted(self, item: Desired, res: Resource) -> Entry:
+        kube, manager = self.mgr.kube, self.mgr.field_manager
+        try:
+            created, live = kube.apply(res, item.body, manager=manager)
+        except KubeError as exc:
+            if exc.is_immutable:
+                return self._recreate(item, res, exc)
+            raise
+        if created:
+            return Entry(item.key, Action.CREATED)
+        if item.policy.takes_over and takeover.needs_takeover(live, manager):
+            kube.json_patch(res, item.key.namespace, item.key.name, takeover.takeover_patch(live, manager))
+            kube.apply(res, item.body, manager=manager)
+        return Entry(item.key, Action.CONFIGURED, "adopted an existing object")
+
+    def _recreate(self, item: Desired, res: Resource, exc: KubeError) -> Entry:
+        if not (self.options.force or item.policy.force):
+            raise ApplyError(f"{exc.server_message}; the change needs the object recreated: {FORCE_HINT}")
+        if self.options.dry_run:
+            return Entry(item.key, Action.CONFIGURED, "would be recreated (immutable field changed)")
+        kube = self.mgr.kube
+        kube.delete(res, item.key.namespace, item.key.name)
+        deadline = time.monotonic() + self.options.recreate_timeout
+        while kube.get(res, item.key.namespace, item.key.name) is not None:
+            if time.monotonic() > deadline:
+                raise ApplyError(
+                    f"deleted to recreate it, but it is still there after {self.options.recreate_timeout:g}s"
+                )
+            time.sleep(0.2)
+        kube.apply(res, item.body, manager=self.mgr.field_manager)
+        return Entry(item.key, Action.CONFIGURED, "recreated (immutable field changed)")
+
+
+def resolve_resources(mgr: Manager, items: Sequence[Desired], *, dry_run: bool) -> dict[ObjectKey, Resource]:
+    resources: dict[ObjectKey, Resource] = {}
+    for item in items:
+        if not item.policy.applies:
+            continue
+        try:
+            resources[item.key] = mgr.resource(item.api_version, item.key.kind)
+        except ApplyError as exc:
+            if not dry_run:
+                raise _about(item, exc) from None
+    return resources
+
+
+def apply_stage(
+    mgr: Manager, items: Sequence[Desired], *, recorded: Mapping[ObjectKey, str], options: ApplyOptions
+) -> ChangeSet:
+    """Apply one stage in Flux's kind order; raises ``ApplyFailed`` after the first failing wave."""
+    changeset = ChangeSet()
+    resources = resolve_resources(mgr, items, dry_run=options.dry_run)
+    applier = StageApplier(mgr, options, recorded)
+    index = applier.index(items, resources)
+    by_key = {item.key: item for item in items}
+    for wave in kinds.waves(sorted(by_key, key=kinds.sort_key)):
+        # what is decided without a request (most of a no-op pass) does not go to the pool
+        slow = [k for k in wave if index.get(k) is not UNCHANGED and by_key[k].policy.applies]
+        done = mgr.each(lambda k: applier.one(by_key[k], resources.get(k), index.get(k)), slow)
+        sent = dict(zip(slow, done, strict=True))
+        results = [
+            sent[k] if k in sent else applier.one(by_key[k], resources.get(k), index.get(k)) for k in wave
+        ]
+        errors = [r for r in results if isinstance(r, LockgateError)]
+        for result in results:
+            if isinstance(result, Entry):
+                changeset.add(result)
+        if errors:
+            raise ApplyFailed(errors, changeset)
+    return changeset

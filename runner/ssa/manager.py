@@ -1,0 +1,59 @@
+"""The resource manager: one Kubernetes client, one field manager, one ApplySet, a thread pool.
+
+Flux's ``ssa.ResourceManager`` in Python: the verbs live in their own modules (``apply``,
+``wait``, ``prune``) and take a ``Manager``; this module holds only what they share.
+Objects to send are ``runner.plan.desired.Desired`` values.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import TypeVar
+
+from lockgate.errors import LockgateError
+from runner.kube.client import Kube
+from runner.kube.discovery import Resource
+from runner.plan import applyset
+
+FIELD_MANAGER = "lockgate"
+DEFAULT_CONCURRENCY = 8
+
+T = TypeVar("T")
+R = TypeVar("R")
+
+
+class Manager:
+    def __init__(
+        self,
+        kube: Kube,
+        *,
+        set_id: str,
+        field_manager: str = FIELD_MANAGER,
+        concurrency: int = DEFAULT_CONCURRENCY,
+    ) -> None:
+        self.kube = kube
+        self.set_id = set_id
+        self.field_manager = field_manager
+        self.concurrency = max(1, concurrency)
+
+    @property
+    def member_selector(self) -> str:
+        return f"{applyset.PART_OF_LABEL}={self.set_id}"
+
+    def resource(self, api_version: str, kind: str) -> Resource:
+        return self.kube.resource(api_version, kind)
+
+    def each(self, func: Callable[[T], R], items: Sequence[T]) -> list[R | LockgateError]:
+        """``func`` over ``items`` on the pool, in order; a ``LockgateError`` is returned, not raised."""
+
+        def guarded(item: T) -> R | LockgateError:
+            try:
+                return func(item)
+            except LockgateError as exc:
+                return exc
+
+        if len(items) <= 1 or self.concurrency == 1:
+            return [guarded(item) for item in items]
+        with ThreadPoolExecutor(max_workers=min(self.concurrency, len(items))) as pool:
+            return list(pool.map(guarded, items))

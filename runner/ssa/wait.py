@@ -1,0 +1,200 @@
+"""Wait until objects are healthy, by watching them: fail fast on Failed, explain a timeout.
+
+One thread per resource and namespace lists the set's members there and then watches
+them (label selector ``applyset.kubernetes.io/part-of=<id>``), keeping the newest copy
+of each object. The caller's thread evaluates ``health.compute`` over the copies twice a
+second (kstatus has time-based rules, e.g. a Pod unschedulable for more than 15 s) and
+returns when all are Current, raises on the first Failed, or lists each unhealthy object
+with its reason when the timeout passes.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from lockgate.errors import HealthError, LockgateError
+from lockgate.manifests import ObjectKey
+from runner.kube.client import Kube
+from runner.kube.discovery import Resource
+from runner.kube.errors import KubeError
+from runner.kube.watch import StreamBroken, WatchStream
+from runner.plan import health
+from runner.plan.desired import Desired
+from runner.plan.health import Health, HealthStatus
+from runner.ssa.manager import Manager
+
+WATCH_SECONDS = 30
+
+
+@dataclass(frozen=True)
+class WaitOptions:
+    timeout: float = 300.0
+    interval: float = 0.5
+    fail_fast: bool = True
+
+
+class HealthFailed(HealthError):
+    def __init__(self, message: str, report: dict[ObjectKey, Health]) -> None:
+        super().__init__(message)
+        self.report = report
+
+
+class _Watcher(threading.Thread):
+    def __init__(self, mgr: Manager, res: Resource, namespace: str, stop: threading.Event) -> None:
+        super().__init__(daemon=True, name=f"watch-{res.plural}-{namespace}")
+        self.mgr, self.res, self.namespace, self.stop = mgr, res, namespace, stop
+        self.objects: dict[str, dict[str, object]] = {}
+        self.synced = threading.Event()
+        self.error: LockgateError | None = None
+        self.lock = threading.Lock()
+        self.stream: WatchStream | None = None
+
+    def close(self) -> None:
+        """Unblock the watch now rather than when its server-side timeout ends."""
+        stream = self.stream
+        if stream is not None:
+            stream.close()
+
+    def _relist(self) -> str:
+        listed = self.mgr.kube.snapshot(self.res, self.namespace, label_selector=self.mgr.member_selector)
+        with self.lock:
+            self.objects = {o["metadata"]["name"]: o for o in listed.items}
+        self.synced.set()
+        return listed.resource_version
+
+    def _open(self, version: str) -> WatchStream:
+        stream = self.mgr.kube.watch(
+            self.res,
+            self.namespace,
+            label_selector=self.mgr.member_selector,
+            resource_version=version,
+            timeout=WATCH_SECONDS,
+        )
+        self.stream = stream
+        if self.stop.is_set():  # ``close`` ran before the stream existed
+            stream.close()
+        return stream
+
+    def _follow(self, version: str) -> str:
+        """Apply one watch's events to the copies; returns the version to continue from."""
+        with self._open(version) as stream:
+            for event in stream:
+                if self.stop.is_set():
+                    break
+                metadata = event.object.get("metadata") or {}
+                if event.type == "ERROR":  # e.g. 410 Gone: the version is too old
+                    return self._relist()
+                version = str(metadata.get("resourceVersion", version))
+                if event.type == "BOOKMARK":
+                    continue
+                event.object.setdefault("apiVersion", self.res.api_version)
+                event.object.setdefault("kind", self.res.kind)
+                with self.lock:
+                    if event.type == "DELETED":
+                        self.objects.pop(str(metadata.get("name")), None)
+                    else:
+                        self.objects[str(metadata.get("name"))] = event.object
+        return version
+
+    def run(self) -> None:
+        try:
+            version = self._relist()
+            while not self.stop.is_set():
+                try:
+                    version = self._follow(version)
+                except KubeError as exc:
+                    if exc.status != 410:
+                        raise
+                    version = self._relist()
+                except StreamBroken:
+                    if self.stop.is_set():
+                        return
+                    time.sleep(0.5)
+                    version = self._relist()
+        except LockgateError as exc:
+            self.error = exc
+            self.synced.set()
+
+    def get(self, name: str) -> dict[str, object] | None:
+        with self.lock:
+            return self.objects.get(name)
+
+
+def _describe(report: dict[ObjectKey, Health], keys: Sequence[ObjectKey]) -> str:
+    return "\n".join(f"  - {key}: {report[key].status.value}: {report[key].message}" for key in keys)
+
+
+def wait(
+    mgr: Manager, targets: Sequence[tuple[ObjectKey, Resource]], options: WaitOptions | None = None
+) -> dict[ObjectKey, Health]:
+    """Block until every target is Current; returns the final health of each."""
+    options = options or WaitOptions()
+    if not targets:
+        return {}
+    stop = threading.Event()
+    watchers: dict[tuple[Resource, str], _Watcher] = {}
+    for key, res in targets:
+        group = (res, key.namespace if res.namespaced else "")
+        if group not in watchers:
+            watchers[group] = _Watcher(mgr, res, group[1], stop)
+    for watcher in watchers.values():
+        watcher.start()
+    deadline = time.monotonic() + options.timeout
+    report: dict[ObjectKey, Health] = {}
+    try:
+        while True:
+            for watcher in watchers.values():
+                watcher.synced.wait(max(0.0, deadline - time.monotonic()))
+                if watcher.error is not None:
+                    raise watcher.error
+            now = time.time()
+            for key, res in targets:
+                watcher = watchers[(res, key.namespace if res.namespaced else "")]
+                obj = watcher.get(key.name)
+                report[key] = health.compute(dict(obj) if obj is not None else None, now=now)
+            failed = [k for k, _ in targets if report[k].status is HealthStatus.FAILED]
+            if failed and options.fail_fast:
+                raise HealthFailed(f"{len(failed)} object(s) failed:\n" + _describe(report, failed), report)
+            pending = [k for k, _ in targets if report[k].status is not HealthStatus.CURRENT]
+            if not pending:
+                return report
+            if time.monotonic() >= deadline:
+                raise HealthFailed(
+                    f"timed out after {options.timeout:g}s waiting for {len(pending)} object(s):\n"
+                    + _describe(report, pending),
+                    report,
+                )
+            time.sleep(options.interval)
+    finally:
+        stop.set()
+        for watcher in watchers.values():
+            watcher.close()
+
+
+def served_kinds(crd: Desired) -> list[tuple[str, str]]:
+    """(apiVersion, kind) of each version a CRD serves."""
+    spec = crd.body.get("spec") or {}
+    kind = str((spec.get("names") or {}).get("kind", ""))
+    group = str(spec.get("group", ""))
+    return [
+        (f"{group}/{v['name']}", kind)
+        for v in spec.get("versions") or []
+        if isinstance(v, dict) and v.get("served", True) and "name" in v
+    ]
+
+
+def wait_for_discovery(kube: Kube, crds: Sequence[Desired], *, timeout: float) -> None:
+    """Established CRDs reach API discovery a moment later: wait until their kinds are served."""
+    deadline = time.monotonic() + timeout
+    for crd in crds:
+        for api_version, kind in served_kinds(crd):
+            while not kube.knows(api_version, kind):
+                if time.monotonic() > deadline:
+                    raise HealthError(
+                        f"{crd.key} is Established, but the API server does not serve {kind} in "
+                        f"{api_version} after {timeout:g}s; check the kube-apiserver log"
+                    )
+                time.sleep(0.2)

@@ -1,0 +1,98 @@
+"""Prune planning: never delete what is not ours or is protected; refuse mass prunes."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from lockgate.manifests import ObjectKey
+from runner.plan import applyset, prune_plan
+from runner.ssa import prune
+
+SET = "applyset-ours-v1"
+
+
+def key(name: str, kind: str = "ConfigMap") -> ObjectKey:
+    return ObjectKey("", kind, "ns" if kind != "Namespace" else "", name)
+
+
+def live(set_id: str = SET, **annotations: str) -> dict[str, Any]:
+    return {"metadata": {"labels": {applyset.PART_OF_LABEL: set_id}, "annotations": annotations}}
+
+
+def test_plans_deletions_in_reverse_order_and_keeps_the_protected() -> None:
+    previous = [key("ns", "Namespace"), key("a"), key("b"), key("c"), key("d"), key("e"), key("f")]
+    desired = [key("a"), key("b"), key("c")]
+    plan = prune_plan.plan(
+        previous,
+        desired,
+        {
+            key("ns", "Namespace"): live(),
+            key("d"): live(),
+            key("e"): live(**{"kustomize.toolkit.fluxcd.io/prune": "disabled"}),
+            key("f"): live(set_id="applyset-other-v1"),
+        },
+        set_id=SET,
+        options=prune_plan.PruneOptions(max_share=0.9),
+    )
+    assert plan.delete == [key("d"), key("ns", "Namespace")]
+    assert plan.kept == [
+        (key("e"), "pruning disabled by annotation; orphaned (set label removed)"),
+        (key("f"), "not labelled as a member of this set"),
+    ]
+    assert plan.orphan == [key("e")]
+    assert plan.gone == []
+
+
+def test_already_gone_objects_are_not_deleted() -> None:
+    plan = prune_plan.plan([key("a"), key("b"), key("c")], [key("a"), key("b")], {key("c"): None}, set_id=SET)
+    assert plan.delete == [] and plan.gone == [key("c")]
+
+
+@pytest.mark.parametrize(
+    ("previous", "desired", "allowed"),
+    [
+        (4, 2, True),  # half is not more than half
+        (4, 1, False),  # three quarters
+        (1, 0, False),  # every object
+        (10, 9, True),
+    ],
+)
+def test_mass_prune_guard(previous: int, desired: int, allowed: bool) -> None:
+    before = [key(f"c{i}") for i in range(previous)]
+    after = before[:desired]
+    lives = {k: live() for k in before}
+    if allowed:
+        prune_plan.plan(before, after, lives, set_id=SET)
+        prune_plan.check_share(before, after, prune_plan.PruneOptions())
+    else:
+        with pytest.raises(prune_plan.MassPruneError, match="--allow-mass-prune"):
+            prune_plan.plan(before, after, lives, set_id=SET)
+        with pytest.raises(prune_plan.MassPruneError):
+            prune_plan.check_share(before, after, prune_plan.PruneOptions())
+        options = prune_plan.PruneOptions(allow_mass_prune=True)
+        assert (
+            len(prune_plan.plan(before, after, lives, set_id=SET, options=options).delete)
+            == previous - desired
+        )
+
+
+def test_the_orphan_patch_removes_only_our_label() -> None:
+    path = "/metadata/labels/applyset.kubernetes.io~1part-of"
+    assert prune.orphan_patch(SET) == [
+        {"op": "test", "path": path, "value": SET},
+        {"op": "remove", "path": path},
+    ]
+
+
+def test_released_members_are_orphaned_never_deleted() -> None:
+    previous = [key("a"), key("ignored"), key("foreign")]
+    plan = prune_plan.plan(
+        previous,
+        [key("a"), key("ignored"), key("foreign")],
+        {key("ignored"): live(), key("foreign"): live(set_id="applyset-other-v1")},
+        set_id=SET,
+        released=[key("ignored"), key("foreign")],
+    )
+    assert (plan.delete, plan.kept, plan.orphan) == ([], [], [key("ignored")])
