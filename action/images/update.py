@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from action.images import files, markers, message, setters
-from action.images.config import Automation, Config, ObjectKey
+from action.images.model import Automation, Config, NamespacedName
 from action.images.setters import FileResult, ProblemKind
 from lockgate.errors import ExitCode, UsageError
 
@@ -36,7 +36,7 @@ class LatestRef:
 
 @dataclass(frozen=True)
 class PolicyResult:
-    key: ObjectKey
+    key: NamespacedName
     latest: LatestRef | None
     error: str | None = None
     candidates: int = 0  #: tags the ordering considered (after exclusions and filterTags)
@@ -44,7 +44,7 @@ class PolicyResult:
 
 
 def setters_for(
-    config: Config, automation: Automation, results: Mapping[ObjectKey, PolicyResult]
+    config: Config, automation: Automation, results: Mapping[NamespacedName, PolicyResult]
 ) -> setters.Setters:
     values: dict[str, str] = {}
     skipped: dict[str, tuple[ProblemKind, str]] = {}

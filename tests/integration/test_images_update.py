@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from action.images import commitsign, gitops, setters, update
-from action.images.config import Automation, ObjectKey
+from action.images.model import Automation, NamespacedName
 from lockgate.errors import ExitCode, UsageError
 from tests.integration.images_support import LOCKGATE, GitHubStandIn, Run, lockgate, native_config, seed_tags
 from tests.world.gitremote import GitRemote
@@ -76,8 +76,10 @@ REDIS = setters.Setters(
 PODINFO = setters.Setters(
     setters.Setters.for_policy("web:podinfo", image="ghcr.io/stefanprodan/podinfo", tag="6.5.0")
 )
-APPS = Automation(ObjectKey("apps", "images"), "lockgate-bot", "bot@example.com", message_template=TEMPLATE)
-WEB = Automation(ObjectKey("web", "images"), "lockgate-bot", "bot@example.com")
+APPS = Automation(
+    NamespacedName("apps", "images"), "lockgate-bot", "bot@example.com", message_template=TEMPLATE
+)
+WEB = Automation(NamespacedName("web", "images"), "lockgate-bot", "bot@example.com")
 
 
 def remote_file(url: str, tmp_path: Path, path: str, branch: str = "main") -> str:

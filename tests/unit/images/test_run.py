@@ -7,11 +7,11 @@ from pathlib import Path
 import pytest
 
 from action.images import policy, run, scan
-from action.images.config import Config, ImagePolicy, ImageRepository, ObjectKey
+from action.images.model import Config, ImagePolicy, ImageRepository, NamespacedName
 from action.images.update import LatestRef, PolicyResult
 from lockgate.errors import ExitCode, UsageError
 
-A, B = ObjectKey("apps", "a"), ObjectKey("apps", "b")
+A, B = NamespacedName("apps", "a"), NamespacedName("apps", "b")
 CONFIG = Config(
     repositories={A: ImageRepository(A, "r/a"), B: ImageRepository(B, "r/b")},
     policies={

@@ -5,11 +5,11 @@ from __future__ import annotations
 import pytest
 
 from action.images import message, policy, setters, update
-from action.images.config import Automation, Config, ImagePolicy, ObjectKey
 from action.images.fields import LabelSelector
+from action.images.model import Automation, Config, ImagePolicy, NamespacedName
 from action.images.setters import ProblemKind
 
-A, B, C = ObjectKey("apps", "a"), ObjectKey("apps", "b"), ObjectKey("other", "c")
+A, B, C = NamespacedName("apps", "a"), NamespacedName("apps", "b"), NamespacedName("other", "c")
 CONFIG = Config(
     policies={
         A: ImagePolicy(A, A, policy.AlphabeticalChoice(), labels={"team": "web"}),
@@ -22,7 +22,7 @@ RESULTS = {key: update.PolicyResult(key, update.LatestRef(f"img/{key.name}", "2.
 
 def test_only_policies_in_namespace_and_selector_are_setters() -> None:
     automation = Automation(
-        ObjectKey("apps", "auto"), "", "e@x", policy_selector=LabelSelector({"team": "web"})
+        NamespacedName("apps", "auto"), "", "e@x", policy_selector=LabelSelector({"team": "web"})
     )
     table = update.setters_for(CONFIG, automation, RESULTS)
     assert table.values == {"apps:a": "img/a:2.0", "apps:a:tag": "2.0", "apps:a:name": "img/a"}
@@ -31,7 +31,7 @@ def test_only_policies_in_namespace_and_selector_are_setters() -> None:
 
 
 def test_policy_without_result_is_reported_not_applied() -> None:
-    automation = Automation(ObjectKey("apps", "auto"), "", "e@x")
+    automation = Automation(NamespacedName("apps", "auto"), "", "e@x")
     results = {**RESULTS, A: update.PolicyResult(A, None, "no tags in database")}
     table = update.setters_for(CONFIG, automation, results)
     assert table.skipped["apps:a"] == (
@@ -59,12 +59,12 @@ TEMPLATES = {
 
 @pytest.mark.parametrize("template", sorted(TEMPLATES))
 def test_message_templates(template: str) -> None:
-    automation = Automation(ObjectKey("apps", "auto"), "", "e@x", message_template=template)
+    automation = Automation(NamespacedName("apps", "auto"), "", "e@x", message_template=template)
     assert update.commit_message(automation, _tree()) == TEMPLATES[template]
 
 
 @pytest.mark.parametrize("template", ["{{ .Updated }}", '{{ printf "%s" .X }}', "{{ if .X }}", "{{ end }}"])
 def test_unsupported_or_wrong_templates_fail_loudly(template: str) -> None:
-    automation = Automation(ObjectKey("apps", "auto"), "", "e@x", message_template=template)
+    automation = Automation(NamespacedName("apps", "auto"), "", "e@x", message_template=template)
     with pytest.raises(message.TemplateError):
         update.commit_message(automation, _tree())
