@@ -12,7 +12,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from lockgate import manifests
+from lockgate import goregex, manifests
 from lockgate.errors import UsageError
 from runner import prune_plan, source
 from runner.pipeline import SyncOptions
@@ -53,7 +53,20 @@ def _match(flag: str, exact: str | None, regexp: str | None) -> Match:
 
     if (exact is None) == (regexp is None):
         raise UsageError(f"keyless verification needs exactly one of {flag} and {flag}-regexp")
-    return Match(exact, regexp=False) if exact is not None else Match(str(regexp), regexp=True)
+    if exact is not None:
+        return Match(exact, regexp=False)
+    try:
+        return Match(str(regexp), regexp=True)
+    except goregex.RegexpError as exc:
+        raise exc.within(f"{flag}-regexp") from None
+
+
+def _check_regexp(pattern: str, where: str) -> None:
+    """Refuse, naming the document's field, a pattern that ``Match`` would refuse later."""
+    try:
+        goregex.compile(pattern)
+    except goregex.RegexpError as exc:
+        raise exc.within(f"{where}: invalid regular expression '{pattern}'") from None
 
 
 def build_policy(spec: VerifySpec) -> Policy | None:
@@ -133,6 +146,9 @@ def from_document(doc: dict[str, Any], where: str, *, dry_run: bool) -> SyncOpti
     verify = spec.get("verify") or {}
     if not isinstance(verify, dict):
         raise UsageError(f"{where}: spec.verify must be a mapping")
+    for field in ("identityRegexp", "issuerRegexp"):
+        if verify.get(field) is not None:
+            _check_regexp(str(verify[field]), f"{where}: spec.verify.{field}")
     return sync_options(
         name=name,
         url=spec["url"],

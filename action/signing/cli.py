@@ -10,7 +10,7 @@ from typing import Any
 import click
 
 from action.signing import password
-from lockgate import registry
+from lockgate import goregex, registry
 from lockgate.errors import UsageError
 from lockgate.signing import keys
 from lockgate.signing import sign as signing
@@ -181,7 +181,12 @@ def verify(
 def _match(flag: str, exact: str | None, regexp: str | None) -> Match:
     if (exact is None) == (regexp is None):
         raise UsageError(f"pass --key, or exactly one of {flag} and {flag}-regexp")
-    return Match(exact, regexp=False) if exact is not None else Match(str(regexp), regexp=True)
+    if exact is not None:
+        return Match(exact, regexp=False)
+    try:
+        return Match(str(regexp), regexp=True)
+    except goregex.RegexpError as exc:
+        raise exc.within(f"{flag}-regexp") from None
 
 
 def _pair(text: str) -> tuple[str, str]:
