@@ -121,16 +121,26 @@ class AutomationReport:
     def blocked(self) -> bool:
         return any(p.kind in setters.BLOCKING for _, p in self.tree.problems)
 
+    @property
+    def noticed(self) -> bool:
+        return any(p.kind in setters.NOTICES for _, p in self.tree.problems)
+
 
 @dataclass(frozen=True)
 class UpdateReport:
     scan: ScanReport
     automations: list[AutomationReport] = field(default_factory=list)
 
-    def failure(self) -> LockgateError | None:
+    def failure(self, *, strict: bool = False) -> LockgateError | None:
+        """The error to exit with; ``strict`` makes notices (out-of-scope markers) failures."""
         if any(report.blocked for report in self.automations):
             return PartialError("update: some files were skipped (see above); the others were updated")
-        return self.scan.failure("update")
+        failed = self.scan.failure("update")
+        if failed is None and strict and any(report.noticed for report in self.automations):
+            return PartialError(
+                "update: --strict: some markers are outside their automation's scope (see above)"
+            )
+        return failed
 
     def changes(self, report: AutomationReport) -> list[dict[str, Any]]:
         """Every change of one automation: what changed, where, and why."""

@@ -102,3 +102,17 @@ def test_suspended_automation_is_skipped_and_reported(tmp_path: Path) -> None:
     assert rows["apps/paused"]["suspended"] and not rows["apps/paused"]["changes"]
     assert rows["apps/web"]["changes"][0]["new"] == "r/a:1.2.0"
     assert marked.read_text().startswith("image: r/a:1.2.0 ")
+
+
+def test_out_of_scope_marker_is_a_notice_unless_strict(tmp_path: Path) -> None:
+    marked = _tree(tmp_path)
+    other = tmp_path / "deploy" / "web.yaml"
+    other.write_text('tag: 6.0.0 # {"$imagepolicy": "web:podinfo:tag"}\n')
+    report = run.run_update(tmp_path, results={A: OK})
+    (row,) = report.to_json()["automations"]
+    assert [(p["file"], p["kind"]) for p in row["problems"]] == [("deploy/web.yaml", "out-of-scope")]
+    assert marked.read_text().startswith("image: r/a:1.2.0 ")
+    assert other.read_text() == 'tag: 6.0.0 # {"$imagepolicy": "web:podinfo:tag"}\n'
+    assert report.failure() is None
+    strict = report.failure(strict=True)
+    assert isinstance(strict, run.PartialError) and "--strict" in strict.message

@@ -27,7 +27,40 @@ def test_only_policies_in_namespace_and_selector_are_setters() -> None:
     table = update.setters_for(CONFIG, automation, RESULTS)
     assert table.values == {"apps:a": "img/a:2.0", "apps:a:tag": "2.0", "apps:a:name": "img/a"}
     assert table.skipped["apps:b"][0] is ProblemKind.OUT_OF_SCOPE
-    assert table.skipped["other:c"][0] is ProblemKind.OUT_OF_SCOPE
+    assert table.namespace == "apps"  # other:c is out of scope through the namespace
+
+
+MARKED = (
+    b'a: img/a:1.0 # {"$imagepolicy": "apps:a"}\n'
+    b'b: img/b:1.0 # {"$imagepolicy": "apps:b"}\n'
+    b'c: img/c:1.0 # {"$imagepolicy": "other:c"}\n'
+    b'd: "1.0" # {"$imagepolicy": "web:undefined:tag"}\n'
+)
+
+
+def test_markers_outside_the_scope_are_notices_whether_or_not_their_policy_is_defined() -> None:
+    automation = Automation(
+        NamespacedName("apps", "auto"), "", "e@x", policy_selector=LabelSelector({"team": "web"})
+    )
+    result = setters.rewrite("x.yaml", MARKED, update.setters_for(CONFIG, automation, RESULTS))
+    assert result.updated == MARKED.replace(b"img/a:1.0", b"img/a:2.0")
+    assert [(p.kind, p.setter) for p in result.problems] == [
+        (ProblemKind.OUT_OF_SCOPE, "apps:b"),
+        (ProblemKind.OUT_OF_SCOPE, "other:c"),
+        (ProblemKind.OUT_OF_SCOPE, "web:undefined:tag"),
+    ]
+    assert result.problems[2].message == (
+        "marker 'web:undefined:tag' skipped: policy web:undefined is outside the automation's "
+        "namespace 'apps'; left for an automation in 'web', as Flux leaves it"
+    )
+
+
+def test_unknown_policy_in_the_automations_namespace_keeps_the_file_untouched() -> None:
+    automation = Automation(NamespacedName("apps", "auto"), "", "e@x")
+    data = MARKED + b'e: img/e:1.0 # {"$imagepolicy": "apps:missing"}\n'
+    result = setters.rewrite("x.yaml", data, update.setters_for(CONFIG, automation, RESULTS))
+    assert not result.changed
+    assert [p.setter for p in result.problems if p.kind is ProblemKind.UNKNOWN_POLICY] == ["apps:missing"]
 
 
 def test_policy_without_result_is_reported_not_applied() -> None:
