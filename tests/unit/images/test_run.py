@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
 
-from action.images import policy, run, scan
-from action.images.model import Config, ImagePolicy, ImageRepository, NamespacedName
-from action.images.update import LatestRef, PolicyResult
+from action.images import policy, pullrequest, run, scan
+from action.images.model import Automation, Config, ImagePolicy, ImageRepository, NamespacedName
+from action.images.update import LatestRef, PolicyResult, TreeResult
 from lockgate.errors import ExitCode, UsageError
 
 A, B = NamespacedName("apps", "a"), NamespacedName("apps", "b")
@@ -116,3 +117,22 @@ def test_out_of_scope_marker_is_a_notice_unless_strict(tmp_path: Path) -> None:
     assert report.failure() is None
     strict = report.failure(strict=True)
     assert isinstance(strict, run.PartialError) and "--strict" in strict.message
+
+
+def test_pull_request_action_is_reported_in_todays_words() -> None:
+    automation = Automation(NamespacedName("apps", "web"), "", "e@x")
+    rows = [
+        run.UpdateReport(
+            run.ScanReport(CONFIG, {}, {}),
+            [
+                run.AutomationReport(
+                    automation, TreeResult(), pull_request=pullrequest.PullRequest(7, "u", action)
+                )
+            ],
+        ).to_json()["automations"][0]["pull_request"]
+        for action in pullrequest.Action
+    ]
+    assert json.dumps(rows) == (
+        '[{"number": 7, "url": "u", "action": "opened"}, {"number": 7, "url": "u", "action": "updated"}, '
+        '{"number": 7, "url": "u", "action": "unchanged"}]'
+    )
