@@ -34,7 +34,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from action.images import run as images
-from action.images.config import ObjectKey
+from action.images.model import NamespacedName
 from action.images.update import LatestRef, PolicyResult
 from bench.common import BenchResult
 from lockgate import registry
@@ -219,12 +219,12 @@ spec:
 """
 
 
-def make_update_tree(root: Path) -> dict[ObjectKey, PolicyResult]:
+def make_update_tree(root: Path) -> dict[NamespacedName, PolicyResult]:
     """5,000 Deployments under deploy/, 500 of them marked, one policy per 10 markers."""
-    results: dict[ObjectKey, PolicyResult] = {}
+    results: dict[NamespacedName, PolicyResult] = {}
     policies = MARKERS // 10
     for p in range(policies):
-        key = ObjectKey("apps", f"p{p:02d}")
+        key = NamespacedName("apps", f"p{p:02d}")
         results[key] = PolicyResult(key, LatestRef(f"registry.example/team/p{p:02d}", "2.0.0"), candidates=1)
     entries = "".join(
         f"    - {{name: p{p:02d}, image: 'registry.example/team/p{p:02d}', semver: '*'}}\n"

@@ -122,6 +122,12 @@ def _update_summary(report: run.UpdateReport, dry_run: bool) -> None:
     help="Sign commits: an SSH key file (gpg.format ssh) or a GPG key id [env LOCKGATE_SIGNING_KEY].",
 )
 @click.option("--dry-run", is_flag=True, help="Print a unified diff and change nothing.")
+@click.option(
+    "--strict",
+    is_flag=True,
+    help="Exit 10 when a marker names a policy outside the automation's scope (by default a notice, "
+    "as Flux leaves such markers alone).",
+)
 def update_command(
     path: Path,
     output: str,
@@ -133,6 +139,7 @@ def update_command(
     pull_request: bool,
     signing_key: str | None,
     dry_run: bool,
+    strict: bool,
 ) -> None:
     """Rewrite the values marked with {"$imagepolicy": "<namespace>:<name>"} under update.path."""
     git = run.GitOptions.defaults(
@@ -143,6 +150,6 @@ def update_command(
         click.echo(json.dumps(report.to_json(), indent=2))
     else:
         _update_summary(report, dry_run)
-    failure = report.failure()
+    failure = report.failure(strict=strict)
     if failure is not None:
         raise failure

@@ -4,28 +4,27 @@ Flux users keep ``ImageRepository``, ``ImagePolicy`` and ``ImageUpdateAutomation
 in Git; lockgate reads those same files (any ``image.toolkit.fluxcd.io`` version) so a
 scheduled CI job can replace the two controllers. Users without Flux write one compact
 ``lockgate.dev/v1alpha1`` ``ImageAutomation`` (see ``native.py``), which expands into the
-same model. Every validation error names the file, the document index and the field
+same model (``model.py``). Every validation error names the file, the document index and the field
 path; all errors of a run are reported together. Reading is I/O; checking is pure.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-from action.images import files, policy
-from action.images.fields import Fields, LabelSelector, Where
+from action.images import files, native, policy
+from action.images.fields import Fields, Where
+from action.images.model import Automation, Config, ImagePolicy, ImageRepository, NamespacedName, Object
 from lockgate.errors import UsageError
 
 FLUX_GROUP = "image.toolkit.fluxcd.io"
 NATIVE_API = "lockgate.dev/v1alpha1"
 FLUX_VERSIONS = ("v1", "v1beta2", "v1beta1")
-DEFAULT_MESSAGE = "Update from image update automation"
 
 
 class ConfigError(UsageError):
@@ -36,64 +35,7 @@ class ConfigError(UsageError):
         self.problems = problems
 
 
-@dataclass(frozen=True, order=True)
-class ObjectKey:
-    namespace: str
-    name: str
-
-    def __str__(self) -> str:
-        return f"{self.namespace}:{self.name}"
-
-
-@dataclass(frozen=True)
-class ImageRepository:
-    key: ObjectKey
-    image: str
-    exclusion_list: tuple[str, ...] = policy.DEFAULT_EXCLUSION_LIST
-    secret_ref: str | None = None  #: Flux ``secretRef.name``: a Docker config Secret (see credentials.py)
-    credentials_file: str | None = None  #: native ``credentials``: a Docker config file path
-    insecure: bool = False
-    provider: str = "generic"
-    where: Where | None = None
-
-
-@dataclass(frozen=True)
-class ImagePolicy:
-    key: ObjectKey
-    repository: ObjectKey
-    choice: policy.Choice
-    tag_filter: policy.TagFilter | None = None
-    digest_reflection: str = "Never"
-    labels: Mapping[str, str] = field(default_factory=dict)
-    where: Where | None = None
-
-
-@dataclass(frozen=True)
-class Automation:
-    key: ObjectKey
-    author_name: str
-    author_email: str
-    message_template: str = ""
-    template_values: Mapping[str, str] = field(default_factory=dict)
-    checkout_branch: str | None = None
-    push_branch: str | None = None
-    push_refspec: str | None = None
-    push_options: Mapping[str, str] = field(default_factory=dict)
-    update_path: str = "."
-    policy_selector: LabelSelector | None = None
-    signing_key_secret: str | None = None
-    suspended: bool = False  #: ``spec.suspend``: the automation is skipped (and reported)
-    where: Where | None = None
-
-
-@dataclass(frozen=True)
-class Config:
-    repositories: Mapping[ObjectKey, ImageRepository] = field(default_factory=dict)
-    policies: Mapping[ObjectKey, ImagePolicy] = field(default_factory=dict)
-    automations: tuple[Automation, ...] = ()
-
-
-def _repository(f: Fields, key: ObjectKey) -> ImageRepository:
+def _repository(f: Fields, key: NamespacedName) -> ImageRepository:
     exclusions = tuple(f.str_list("spec.exclusionList")) or policy.DEFAULT_EXCLUSION_LIST
     if len(exclusions) > 25:
         f.fail("spec.exclusionList", "must have at most 25 items")
@@ -111,9 +53,9 @@ def _repository(f: Fields, key: ObjectKey) -> ImageRepository:
     )
 
 
-def _policy(f: Fields, key: ObjectKey) -> ImagePolicy:
+def _policy(f: Fields, key: NamespacedName) -> ImagePolicy:
     repo_ns = f.string("spec.imageRepositoryRef.namespace") or key.namespace
-    repository = ObjectKey(repo_ns, f.string("spec.imageRepositoryRef.name", required=True))
+    repository = NamespacedName(repo_ns, f.string("spec.imageRepositoryRef.name", required=True))
     return ImagePolicy(
         key,
         repository=repository,
@@ -127,7 +69,7 @@ def _policy(f: Fields, key: ObjectKey) -> ImagePolicy:
     )
 
 
-def _automation(f: Fields, key: ObjectKey) -> Automation:
+def _automation(f: Fields, key: NamespacedName) -> Automation:
     strategy = f.enum("spec.update.strategy", ("Setters",), default="Setters")
     del strategy  # only one strategy exists; the check is the point
     if f.string("spec.git.push.refspec"):
@@ -150,18 +92,20 @@ def _automation(f: Fields, key: ObjectKey) -> Automation:
     )
 
 
-_FLUX_KINDS = {"ImageRepository": _repository, "ImagePolicy": _policy, "ImageUpdateAutomation": _automation}
+_FLUX_KINDS: dict[str, Callable[[Fields, NamespacedName], Object]] = {
+    "ImageRepository": _repository,
+    "ImagePolicy": _policy,
+    "ImageUpdateAutomation": _automation,
+}
 
 
-def parse_documents(path: str, text: str) -> tuple[list[Any], list[str]]:
+def parse_documents(path: str, text: str) -> tuple[list[Object], list[str]]:
     """Objects of the kinds we read from one file's text, and problems; pure."""
     try:
         docs = list(yaml.load_all(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)))
     except yaml.YAMLError as exc:
         return [], [f"{path}: cannot be parsed as YAML: {str(exc).splitlines()[0]}"]
-    from action.images import native  # native builds on this module's dataclasses
-
-    objects: list[Any] = []
+    objects: list[Object] = []
     problems: list[str] = []
     for index, doc in enumerate(docs):
         if not isinstance(doc, dict):
@@ -175,7 +119,7 @@ def parse_documents(path: str, text: str) -> tuple[list[Any], list[str]]:
                     "apiVersion",
                     f"unsupported version {version!r} (expected one of {', '.join(FLUX_VERSIONS)})",
                 )
-            key = ObjectKey(
+            key = NamespacedName(
                 f.string("metadata.namespace") or "default", f.string("metadata.name", required=True)
             )
             built = _FLUX_KINDS[kind](f, key)
@@ -186,23 +130,17 @@ def parse_documents(path: str, text: str) -> tuple[list[Any], list[str]]:
     return (objects if not problems else []), problems
 
 
-def assemble(objects: list[Any]) -> tuple[Config, list[str]]:
+def assemble(objects: list[Object]) -> tuple[Config, list[str]]:
     """Index objects and check cross-references (duplicates, missing repositories); pure."""
-    repositories: dict[ObjectKey, ImageRepository] = {}
-    policies: dict[ObjectKey, ImagePolicy] = {}
+    repositories: dict[NamespacedName, ImageRepository] = {}
+    policies: dict[NamespacedName, ImagePolicy] = {}
     automations: list[Automation] = []
     problems: list[str] = []
     for obj in objects:
-        table: dict[Any, Any] | None = (
-            repositories
-            if isinstance(obj, ImageRepository)
-            else policies
-            if isinstance(obj, ImagePolicy)
-            else None
-        )
-        if table is None:
+        if isinstance(obj, Automation):
             automations.append(obj)
             continue
+        table: dict[NamespacedName, Any] = repositories if isinstance(obj, ImageRepository) else policies
         if obj.key in table:
             problems.append(
                 f"{obj.where}: duplicate {type(obj).__name__} {obj.key} (first in {table[obj.key].where})"
@@ -220,7 +158,7 @@ def assemble(objects: list[Any]) -> tuple[Config, list[str]]:
 def load(root: Path, *, paths: list[Path] | None = None) -> Config:
     """Read every ``.yaml``/``.yml`` file under ``root`` that mentions one of our API groups."""
     markers = (FLUX_GROUP.encode(), NATIVE_API.encode())
-    objects: list[Any] = []
+    objects: list[Object] = []
     problems: list[str] = []
     base = str(root) + os.sep
     candidates = files.walk(root) if paths is None else [str(p) for p in paths if p.is_file()]

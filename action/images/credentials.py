@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from action.images.config import ImageRepository
+from action.images.model import ImageRepository
 from lockgate import registry
 from lockgate.errors import UsageError
 

@@ -11,7 +11,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from action.images import gocompat, policy
+from action.images import policy
+from lockgate import goregex
 
 _MISSING = object()
 
@@ -134,9 +135,9 @@ class Fields:
 
     def check_regexp(self, path: str, pattern: str) -> None:
         try:
-            gocompat.compile_regexp(pattern)
-        except gocompat.GoRegexError as exc:
-            self.fail(path, f"invalid regular expression {pattern!r}: {exc}")
+            goregex.compile(pattern)
+        except goregex.RegexpError as exc:
+            self.fail(path, f"invalid regular expression '{pattern}': {exc}")
 
     def choice(self, path: str) -> policy.Choice:
         """Exactly one of ``semver.range``, ``alphabetical.order``, ``numerical.order``."""

@@ -37,7 +37,7 @@ class ObjectId:
 class ProblemKind(Enum):
     UNPARSABLE = "unparsable"  #: file skipped
     UNKNOWN_POLICY = "unknown-policy"  #: file left untouched
-    OUT_OF_SCOPE = "out-of-scope"  #: marker skipped, rest of the file updated
+    OUT_OF_SCOPE = "out-of-scope"  #: a notice: marker left to another automation, rest of the file updated
     NO_VALUE = "no-value"  #: policy has no result (or no digest); marker skipped
     UNSUPPORTED = "unsupported"  #: marker on a block scalar; marker skipped
     NOT_A_MARKER = "not-a-marker"  #: comment mentions $imagepolicy but is not valid JSON
@@ -45,6 +45,8 @@ class ProblemKind(Enum):
 
 #: kinds that stop the whole file from being rewritten
 BLOCKING = frozenset({ProblemKind.UNPARSABLE, ProblemKind.UNKNOWN_POLICY})
+#: kinds reported as notices, by design not failures: ``update --strict`` makes them fail
+NOTICES = frozenset({ProblemKind.OUT_OF_SCOPE})
 
 
 @dataclass(frozen=True)

@@ -30,10 +30,9 @@ scope is exactly those images. Pure: no I/O.
 
 from __future__ import annotations
 
-from typing import Any
-
-from action.images import config, policy
+from action.images import policy
 from action.images.fields import Fields, LabelSelector
+from action.images.model import Automation, ImagePolicy, ImageRepository, NamespacedName, Object
 
 #: label put on expanded policies so the automation selects only its own images
 OWNER_LABEL = "lockgate.dev/image-automation"
@@ -63,10 +62,10 @@ def _choice(f: Fields) -> policy.Choice:
     return policy.AlphabeticalChoice(order) if name == "alphabetical" else policy.NumericalChoice(order)
 
 
-def expand(f: Fields) -> list[Any]:
+def expand(f: Fields) -> list[Object]:
     namespace = f.string("metadata.namespace") or "default"
-    key = config.ObjectKey(namespace, f.string("metadata.name", required=True))
-    objects: list[Any] = []
+    key = NamespacedName(namespace, f.string("metadata.name", required=True))
+    objects: list[Object] = []
     images = f.raw("spec.images")
     if not isinstance(images, list) or not images:
         f.fail("spec.images", "expected a non-empty list of images")
@@ -78,12 +77,12 @@ def expand(f: Fields) -> list[Any]:
         item = Fields(entry, f.where, prefix=f"spec.images[{index}].")
         item.problems = f.problems
         name = item.string("name", required=True)
-        image_key = config.ObjectKey(namespace, name)
+        image_key = NamespacedName(namespace, name)
         exclusions = tuple(item.str_list("exclude")) or policy.DEFAULT_EXCLUSION_LIST
         for i, pattern in enumerate(exclusions):
             item.check_regexp(f"exclude[{i}]", pattern)
         objects.append(
-            config.ImageRepository(
+            ImageRepository(
                 image_key,
                 image=item.string("image", required=True),
                 exclusion_list=exclusions,
@@ -93,7 +92,7 @@ def expand(f: Fields) -> list[Any]:
             )
         )
         objects.append(
-            config.ImagePolicy(
+            ImagePolicy(
                 image_key,
                 repository=image_key,
                 choice=_choice(item),
@@ -104,7 +103,7 @@ def expand(f: Fields) -> list[Any]:
             )
         )
     objects.append(
-        config.Automation(
+        Automation(
             key,
             author_name=f.string("spec.git.author.name"),
             author_email=f.string("spec.git.author.email", required=True),

@@ -19,12 +19,12 @@ depend on the order of the input at all:
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
 from action.images import gocompat
+from lockgate import goregex
 from lockgate.errors import ResolveError, UsageError
 from lockgate.semver import constraints, highest_in_range
 from lockgate.semver import version as semver
@@ -108,10 +108,10 @@ def validate(choice: Choice, tag_filter: TagFilter | None = None) -> None:
         _compile_filter(tag_filter)
 
 
-def _compile_filter(tag_filter: TagFilter) -> re.Pattern[str]:
+def _compile_filter(tag_filter: TagFilter) -> goregex.Regexp:
     try:
-        return gocompat.compile_regexp(tag_filter.pattern)
-    except gocompat.GoRegexError as exc:
+        return goregex.compile(tag_filter.pattern)
+    except goregex.RegexpError as exc:
         raise InvalidPolicyError(
             f"invalid policy: failed to filter tags: invalid regular expression pattern "
             f"'{tag_filter.pattern}': {exc}"
@@ -123,10 +123,14 @@ def exclude(tags: Iterable[str], patterns: Sequence[str] = DEFAULT_EXCLUSION_LIS
     compiled = []
     for pattern in patterns or DEFAULT_EXCLUSION_LIST:
         try:
-            compiled.append(gocompat.compile_regexp(pattern))
-        except gocompat.GoRegexError as exc:
+            compiled.append(goregex.compile(pattern))
+        except goregex.RegexpError as exc:
             raise InvalidPolicyError(f"failed to compile regex {pattern}: {exc}") from None
-    return [tag for tag in tags if not any(regex.search(tag) for regex in compiled)]
+    kept = list(tags)
+    for regex in compiled:
+        dropped = set(regex.matching(kept))
+        kept = [tag for tag in kept if tag not in dropped]
+    return kept
 
 
 def filter_tags(tags: Iterable[str], tag_filter: TagFilter) -> dict[str, str]:
@@ -137,7 +141,7 @@ def filter_tags(tags: Iterable[str], tag_filter: TagFilter) -> dict[str, str]:
         match = regex.search(tag)
         if match is None:
             continue
-        value = gocompat.expand(tag_filter.extract, match) if tag_filter.extract else tag
+        value = match.expand(tag_filter.extract) if tag_filter.extract else tag
         if value not in result or tag > result[value]:
             result[value] = tag
     return result

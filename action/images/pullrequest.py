@@ -15,6 +15,7 @@ import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
+from enum import Enum
 from typing import Any
 
 import requests
@@ -34,11 +35,19 @@ class PullRequestError(LockgateError):
         self.status = status
 
 
+class Action(Enum):
+    """What ``ensure`` did to the pull request; the values are the report's words."""
+
+    OPENED = "opened"
+    UPDATED = "updated"  #: a new commit was pushed: title and body rewritten
+    UNCHANGED = "unchanged"  #: nothing new was pushed: left as it was
+
+
 @dataclass(frozen=True)
 class PullRequest:
     number: int
     url: str
-    action: str  #: "opened", "updated" or "unchanged"
+    action: Action
 
 
 def repository_slug(env: Mapping[str, str], remote_url: str) -> str:
@@ -116,7 +125,7 @@ class GitHub:
             payload = {"title": title, "head": branch, "base": base, "body": body}
             try:
                 created = self._call("POST", "/pulls", ok=(201,), json=payload)
-                return PullRequest(int(created["number"]), str(created.get("html_url", "")), "opened")
+                return PullRequest(int(created["number"]), str(created.get("html_url", "")), Action.OPENED)
             except PullRequestError as exc:
                 # 422 "A pull request already exists": another run opened it meanwhile
                 existing = self.find_open(branch) if exc.status == 422 else None
@@ -124,6 +133,6 @@ class GitHub:
                     raise
         number, url = int(existing["number"]), str(existing.get("html_url", ""))
         if not refresh:
-            return PullRequest(number, url, "unchanged")
+            return PullRequest(number, url, Action.UNCHANGED)
         self._call("PATCH", f"/pulls/{number}", ok=(200,), json={"title": title, "body": body})
-        return PullRequest(number, url, "updated")
+        return PullRequest(number, url, Action.UPDATED)

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from action.images import commitsign, config, gitops, message, policy, pullrequest, scan, setters, update
-from action.images.config import Automation, Config, ObjectKey
+from action.images.model import Automation, Config, NamespacedName
 from action.images.update import PolicyResult, TreeResult
 from lockgate.errors import ExitCode, LockgateError, UsageError
 
@@ -46,8 +46,8 @@ def _policy_key(setter: str) -> str:
 @dataclass(frozen=True)
 class ScanReport:
     config: Config
-    listings: Mapping[ObjectKey, scan.Listing]
-    results: Mapping[ObjectKey, PolicyResult]
+    listings: Mapping[NamespacedName, scan.Listing]
+    results: Mapping[NamespacedName, PolicyResult]
     current: Mapping[str, list[update.Current]] = field(default_factory=dict)
 
     @property
@@ -64,7 +64,7 @@ class ScanReport:
             return ScanFailedError(f"{what}: every policy failed (see above)", codes.pop())
         return PartialError(f"{what}: {len(failed)} of {len(self.results)} policies failed (see above)")
 
-    def why(self, key: ObjectKey) -> dict[str, Any]:
+    def why(self, key: NamespacedName) -> dict[str, Any]:
         """What a policy considered and what it elected: the reason behind a change."""
         pol = self.config.policies.get(key)
         result = self.results.get(key)
@@ -121,16 +121,26 @@ class AutomationReport:
     def blocked(self) -> bool:
         return any(p.kind in setters.BLOCKING for _, p in self.tree.problems)
 
+    @property
+    def noticed(self) -> bool:
+        return any(p.kind in setters.NOTICES for _, p in self.tree.problems)
+
 
 @dataclass(frozen=True)
 class UpdateReport:
     scan: ScanReport
     automations: list[AutomationReport] = field(default_factory=list)
 
-    def failure(self) -> LockgateError | None:
+    def failure(self, *, strict: bool = False) -> LockgateError | None:
+        """The error to exit with; ``strict`` makes notices (out-of-scope markers) failures."""
         if any(report.blocked for report in self.automations):
             return PartialError("update: some files were skipped (see above); the others were updated")
-        return self.scan.failure("update")
+        failed = self.scan.failure("update")
+        if failed is None and strict and any(report.noticed for report in self.automations):
+            return PartialError(
+                "update: --strict: some markers are outside their automation's scope (see above)"
+            )
+        return failed
 
     def changes(self, report: AutomationReport) -> list[dict[str, Any]]:
         """Every change of one automation: what changed, where, and why."""
@@ -142,7 +152,7 @@ class UpdateReport:
                 "old": c.old,
                 "new": c.new,
                 "object": {"kind": c.object.kind, "namespace": c.object.namespace, "name": c.object.name},
-                "why": self.scan.why(ObjectKey(*_policy_key(c.setter).split(":", 1))),
+                "why": self.scan.why(NamespacedName(*_policy_key(c.setter).split(":", 1))),
             }
             for f in report.tree.changed
             for c in f.changes
@@ -166,7 +176,9 @@ class UpdateReport:
                     "pushed": bool(outcome and outcome.pushed),
                     "signed": bool(outcome and outcome.signed),
                     "attempts": outcome.attempts if outcome else 0,
-                    "pull_request": {"number": pr.number, "url": pr.url, "action": pr.action} if pr else None,
+                    "pull_request": {"number": pr.number, "url": pr.url, "action": pr.action.value}
+                    if pr
+                    else None,
                 }
             )
         return {"policies": self.scan.to_json(), "automations": automations}
@@ -220,7 +232,7 @@ def run_update(
     dry_run: bool = False,
     page_size: int = 1000,
     secrets_dir: Path | None = None,
-    results: dict[ObjectKey, PolicyResult] | None = None,
+    results: dict[NamespacedName, PolicyResult] | None = None,
 ) -> UpdateReport:
     """Update every automation's markers under ``root`` (a git checkout when committing)."""
     report = (

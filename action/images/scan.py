@@ -14,7 +14,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from action.images import credentials, policy
-from action.images.config import Config, ImageRepository, ObjectKey
+from action.images.model import Config, ImageRepository, NamespacedName
 from action.images.update import LatestRef, PolicyResult
 from lockgate import registry
 from lockgate.errors import ExitCode, LockgateError
@@ -23,7 +23,7 @@ from lockgate.registry import reference
 
 @dataclass(frozen=True)
 class Listing:
-    key: ObjectKey
+    key: NamespacedName
     tags: tuple[str, ...] = ()  #: after the exclusion list
     listed: int = 0  #: before the exclusion list
     error: str | None = None
@@ -70,12 +70,12 @@ def list_repository(
 
 def scan_all(
     config: Config, *, page_size: int = 1000, secrets_dir: Path | None = None, workers: int = 8
-) -> tuple[dict[ObjectKey, Listing], dict[ObjectKey, PolicyResult]]:
+) -> tuple[dict[NamespacedName, Listing], dict[NamespacedName, PolicyResult]]:
     """List every repository and evaluate its policies in the same worker, so evaluating
     one repository's tags overlaps with waiting for the next one's."""
     repos = sorted(config.repositories.values(), key=lambda r: r.key)
 
-    def work(repo: ImageRepository) -> tuple[Listing, dict[ObjectKey, PolicyResult]]:
+    def work(repo: ImageRepository) -> tuple[Listing, dict[NamespacedName, PolicyResult]]:
         listing = list_repository(repo, page_size=page_size, secrets_dir=secrets_dir)
         own = {key: pol for key, pol in config.policies.items() if pol.repository == repo.key}
         return listing, evaluate(replace(config, policies=own), {repo.key: listing})
@@ -87,9 +87,11 @@ def scan_all(
     return listings, dict(sorted(results.items()))
 
 
-def evaluate(config: Config, listings: Mapping[ObjectKey, Listing]) -> dict[ObjectKey, PolicyResult]:
+def evaluate(
+    config: Config, listings: Mapping[NamespacedName, Listing]
+) -> dict[NamespacedName, PolicyResult]:
     """Apply each policy to its repository's tags (pure)."""
-    results: dict[ObjectKey, PolicyResult] = {}
+    results: dict[NamespacedName, PolicyResult] = {}
     for key, pol in sorted(config.policies.items()):
         listing = listings.get(pol.repository)
         repo = config.repositories.get(pol.repository)
@@ -108,8 +110,8 @@ def evaluate(config: Config, listings: Mapping[ObjectKey, Listing]) -> dict[Obje
 
 
 def reflect_digests(
-    config: Config, results: dict[ObjectKey, PolicyResult], *, secrets_dir: Path | None = None
-) -> dict[ObjectKey, PolicyResult]:
+    config: Config, results: dict[NamespacedName, PolicyResult], *, secrets_dir: Path | None = None
+) -> dict[NamespacedName, PolicyResult]:
     """Resolve the digest of elected tags whose policy asks for it (IfNotPresent, Always).
 
     A CI run has no previous status, so IfNotPresent behaves as Always here.

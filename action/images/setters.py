@@ -17,10 +17,11 @@ from dataclasses import dataclass, field
 import yaml
 
 from action.images import markers, yamlvalues
-from action.images.markers import BLOCKING, TOKEN, ObjectId, Problem, ProblemKind
+from action.images.markers import BLOCKING, NOTICES, TOKEN, ObjectId, Problem, ProblemKind
 
 __all__ = [
     "BLOCKING",
+    "NOTICES",
     "TOKEN",
     "Change",
     "FileResult",
@@ -46,11 +47,17 @@ class Change:
 
 @dataclass(frozen=True)
 class Setters:
-    """What markers may set: setter name -> value, and policies known but not applicable."""
+    """What markers may set: setter name -> value, and policies known but not applicable.
+
+    ``namespace`` is the automation's: a marker naming a policy in another namespace,
+    defined or not, is out of scope (Flux leaves it to that namespace's automation), while
+    an unknown policy in this namespace is a mistake that keeps its file untouched.
+    """
 
     values: Mapping[str, str]
     #: "ns:name" of policies that exist but are out of scope or have no result -> reason
     skipped: Mapping[str, tuple[ProblemKind, str]] = field(default_factory=dict)
+    namespace: str | None = None
 
     @classmethod
     def for_policy(cls, key: str, *, image: str, tag: str, digest: str = "") -> dict[str, str]:
@@ -84,6 +91,12 @@ def _resolve(name: str, setters: Setters, line: int) -> str | Problem:
     if valid_shape and key in setters.skipped:
         kind, reason = setters.skipped[key]
         return Problem(kind, f"marker {name!r} skipped: {reason}", line, name)
+    if valid_shape and setters.namespace is not None and parts[0] != setters.namespace:
+        reason = (
+            f"policy {key} is outside the automation's namespace {setters.namespace!r}; "
+            f"left for an automation in {parts[0]!r}, as Flux leaves it"
+        )
+        return Problem(ProblemKind.OUT_OF_SCOPE, f"marker {name!r} skipped: {reason}", line, name)
     if valid_shape and key in {":".join(k.split(":")[:2]) for k in setters.values}:
         return Problem(ProblemKind.NO_VALUE, f"marker {name!r} skipped: the policy has no digest", line, name)
     hint = (

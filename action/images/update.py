@@ -1,11 +1,14 @@
 """The update step: scope policies to an automation, rewrite the tree, render the message.
 
 ``setters_for`` decides (purely) which markers an automation may set, with Flux's
-scoping: only policies in the automation's namespace that match its ``policySelector``;
-policies elsewhere are reported as out of scope instead of being ignored silently
-(IAC #361). ``rewrite_tree`` reads the ``.yaml``/``.yml``/``Kustomization`` files under
-``update.path`` that contain the marker token and plans their rewrite with ``setters``;
-``write`` applies the plan. ``commit_message`` renders the template from the change model.
+scoping: only policies in the automation's namespace that match its ``policySelector``.
+Markers naming policies outside that scope (another namespace, defined in the files
+read or not, or not selected) are left alone as Flux leaves them, and reported as
+out-of-scope notices instead of being ignored silently (IAC #361); a repository often
+carries markers for several automations or clusters. ``rewrite_tree`` reads the
+``.yaml``/``.yml``/``Kustomization`` files under ``update.path`` that contain the marker
+token and plans their rewrite with ``setters``; ``write`` applies the plan.
+``commit_message`` renders the template from the change model.
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from action.images import files, markers, message, setters
-from action.images.config import Automation, Config, ObjectKey
+from action.images.model import Automation, Config, NamespacedName
 from action.images.setters import FileResult, ProblemKind
 from lockgate.errors import ExitCode, UsageError
 
@@ -36,7 +39,7 @@ class LatestRef:
 
 @dataclass(frozen=True)
 class PolicyResult:
-    key: ObjectKey
+    key: NamespacedName
     latest: LatestRef | None
     error: str | None = None
     candidates: int = 0  #: tags the ordering considered (after exclusions and filterTags)
@@ -44,17 +47,17 @@ class PolicyResult:
 
 
 def setters_for(
-    config: Config, automation: Automation, results: Mapping[ObjectKey, PolicyResult]
+    config: Config, automation: Automation, results: Mapping[NamespacedName, PolicyResult]
 ) -> setters.Setters:
     values: dict[str, str] = {}
     skipped: dict[str, tuple[ProblemKind, str]] = {}
     for key, pol in sorted(config.policies.items()):
         selector = automation.policy_selector
         if key.namespace != automation.key.namespace:
-            reason = f"policy {key} is outside the automation's namespace {automation.key.namespace!r}"
+            continue  # the table's namespace makes its markers out of scope, defined or not
+        if selector is not None and not selector.matches(pol.labels):
+            reason = f"policy {key} is not selected by the automation's policySelector"
             skipped[str(key)] = (ProblemKind.OUT_OF_SCOPE, reason)
-        elif selector is not None and not selector.matches(pol.labels):
-            skipped[str(key)] = (ProblemKind.OUT_OF_SCOPE, f"policy {key} is not selected by policySelector")
         elif (result := results.get(key)) is None or result.latest is None:
             error = result.error if result is not None and result.error else "not evaluated"
             skipped[str(key)] = (ProblemKind.NO_VALUE, f"policy {key} has no latest image: {error}")
@@ -63,7 +66,7 @@ def setters_for(
             values.update(
                 setters.Setters.for_policy(str(key), image=latest.image, tag=latest.tag, digest=latest.digest)
             )
-    return setters.Setters(values, skipped)
+    return setters.Setters(values, skipped, namespace=automation.key.namespace)
 
 
 @dataclass(frozen=True)

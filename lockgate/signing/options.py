@@ -72,11 +72,17 @@ VERIFY_FLAGS = Spelling(
 
 
 def _match(exact: str | None, regexp: str | None, name: str, name_regexp: str) -> Match:
+    from lockgate import goregex
     from lockgate.signing.policy import Match
 
     if (exact is None) == (regexp is None):
         raise UsageError(f"keyless verification needs exactly one of {name} and {name_regexp}")
-    return Match(exact, regexp=False) if exact is not None else Match(str(regexp), regexp=True)
+    if exact is not None:
+        return Match(exact, regexp=False)
+    try:
+        return Match(str(regexp), regexp=True)
+    except goregex.RegexpError as exc:
+        raise exc.within(name_regexp) from None
 
 
 def build_policy(options: VerifyOptions, spelling: Spelling, *, required: bool = False) -> Policy | None:

@@ -3,7 +3,8 @@
 ``KeyPolicy``: the signature must verify with this public key. ``KeylessPolicy``: the
 Sigstore certificate must chain to the trusted root and name this identity (a SAN) and
 OIDC issuer, exactly or by regular expression, and optionally this GitHub repository and
-ref. A regular expression must match the whole value (``re.fullmatch``): cosign matches
+ref. A regular expression is Go's, as cosign's ``--certificate-identity-regexp`` is, and
+is compiled by RE2 (``lockgate.goregex``); it must match the whole value: cosign matches
 unanchored, so a cosign policy written with ``^...$`` means the same here, and one
 without anchors is stricter here, never looser.
 
@@ -13,7 +14,6 @@ reports expected against found when the certificate does not match.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -27,6 +27,7 @@ from cryptography.x509 import (
     UniformResourceIdentifier,
 )
 
+from lockgate import goregex
 from lockgate.errors import UsageError
 from lockgate.signing import keys, statement
 
@@ -41,7 +42,10 @@ _OTHERNAME_SAN = ObjectIdentifier("1.3.6.1.4.1.57264.1.7")
 
 @dataclass(frozen=True)
 class Match:
-    """An expected value: exact, or a regular expression over the whole value."""
+    """An expected value: exact, or a Go regular expression over the whole value.
+
+    A pattern Go refuses raises ``goregex.RegexpError``; callers name the flag or field.
+    """
 
     value: str
     regexp: bool = False
@@ -49,14 +53,16 @@ class Match:
     def __post_init__(self) -> None:
         if self.regexp:
             try:
-                re.compile(self.value)
-            except re.error as exc:
-                raise UsageError(f"invalid regular expression {self.value!r}: {exc}") from None
+                goregex.compile(self.value)
+            except goregex.RegexpError as exc:
+                raise exc.within(f"invalid regular expression '{self.value}'") from None
 
     def matches(self, found: str | None) -> bool:
         if found is None:
             return False
-        return re.fullmatch(self.value, found) is not None if self.regexp else found == self.value
+        if not self.regexp:
+            return found == self.value
+        return goregex.compile(self.value).fullmatch(found) is not None
 
     def __str__(self) -> str:
         return f"matching /{self.value}/" if self.regexp else repr(self.value)

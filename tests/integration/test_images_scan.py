@@ -15,7 +15,7 @@ import pytest
 from click.testing import CliRunner
 
 from action.images import cli, run
-from action.images.config import ObjectKey
+from action.images.model import NamespacedName
 from lockgate.errors import ExitCode
 from tests.integration.images_support import (
     CappingProxy,
@@ -27,7 +27,7 @@ from tests.integration.images_support import (
 )
 from tests.world.registry import Registry
 
-APP = ObjectKey("apps", "app")
+APP = NamespacedName("apps", "app")
 MANY = [f"1.0.{i}" for i in range(1050)] + ["2.0.0", "1.1.0-rc.1", "sha256-abc.sig"]
 
 

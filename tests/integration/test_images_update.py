@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from action.images import commitsign, gitops, setters, update
-from action.images.config import Automation, ObjectKey
+from action.images.model import Automation, NamespacedName
 from lockgate.errors import ExitCode, UsageError
 from tests.integration.images_support import LOCKGATE, GitHubStandIn, Run, lockgate, native_config, seed_tags
 from tests.world.gitremote import GitRemote
@@ -76,8 +76,10 @@ REDIS = setters.Setters(
 PODINFO = setters.Setters(
     setters.Setters.for_policy("web:podinfo", image="ghcr.io/stefanprodan/podinfo", tag="6.5.0")
 )
-APPS = Automation(ObjectKey("apps", "images"), "lockgate-bot", "bot@example.com", message_template=TEMPLATE)
-WEB = Automation(ObjectKey("web", "images"), "lockgate-bot", "bot@example.com")
+APPS = Automation(
+    NamespacedName("apps", "images"), "lockgate-bot", "bot@example.com", message_template=TEMPLATE
+)
+WEB = Automation(NamespacedName("web", "images"), "lockgate-bot", "bot@example.com")
 
 
 def remote_file(url: str, tmp_path: Path, path: str, branch: str = "main") -> str:
@@ -394,3 +396,94 @@ def test_cli_commit_and_push_with_ssh_signing(
     assert automation["pushed"] and automation["signed"] and automation["branch"] == "main"
     assert sh(checkout, "log", "-1", "--format=%G?").strip() in ("G", "U", "N")  # N: no allowed signers given
     assert "gpgsig" in sh(checkout, "cat-file", "commit", automation["commit"])
+
+
+def _shared_repo(
+    git_remote: GitRemote,
+    registry: Registry,
+    unique: str,
+    tmp_path: Path,
+    *,
+    extra: dict[str, str] | None = None,
+) -> str:
+    """One repository carrying markers for three automations' namespaces, pushed to main.
+
+    ``apps`` is the native ImageAutomation run here; ``ops:db`` is a Flux policy defined in
+    the files read (its automation lives elsewhere); ``web:podinfo`` is defined nowhere here.
+    """
+    app, db = f"{registry.host}/{unique}", f"{registry.host}/{unique}-db"
+    seed_tags(registry.host, unique, ["1.0.0", "1.1.0"])
+    seed_tags(registry.host, f"{unique}-db", ["1.0.0", "1.1.0"])
+    url = git_remote.create(unique)
+    work = tmp_path / "seed"
+    sh(tmp_path, "clone", "--quiet", url, str(work))
+    native_config(work, [f"{{name: app, image: '{app}', semver: '*'}}"])
+    (work / "ops.yaml").write_text(
+        "apiVersion: image.toolkit.fluxcd.io/v1beta2\nkind: ImageRepository\n"
+        f"metadata: {{name: db, namespace: ops}}\nspec:\n  image: {db}\n"
+        "---\napiVersion: image.toolkit.fluxcd.io/v1beta2\nkind: ImagePolicy\n"
+        "metadata: {name: db, namespace: ops}\n"
+        "spec:\n  imageRepositoryRef: {name: db}\n  policy: {semver: {range: '*'}}\n"
+    )
+    (work / "deploy").mkdir()
+    (work / "deploy" / "app.yaml").write_text(f'image: {app}:1.0.0 # {{"$imagepolicy": "apps:app"}}\n')
+    (work / "deploy" / "shared.yaml").write_text(SHARED.format(app=app, db=db))
+    for name, text in (extra or {}).items():
+        (work / "deploy" / name).write_text(text)
+    sh(work, "add", ".")
+    sh(work, "-c", "user.name=seed", "-c", "user.email=seed@example.com", "commit", "--quiet", "-m", "seed")
+    sh(work, "push", "--quiet", "origin", "HEAD:refs/heads/main")
+    return url
+
+
+SHARED = (
+    'app: {app}:1.0.0 # {{"$imagepolicy": "apps:app"}}\n'
+    'db: {db}:1.0.0 # {{"$imagepolicy": "ops:db"}}\n'
+    'web: ghcr.io/acme/web:6.0.0 # {{"$imagepolicy": "web:podinfo"}}\n'
+)
+
+
+def test_markers_of_other_namespaces_are_notices_and_the_rest_is_updated(
+    git_remote: GitRemote, registry: Registry, unique: str, tmp_path: Path
+) -> None:
+    url = _shared_repo(git_remote, registry, unique, tmp_path)
+    checkout = clone(url, tmp_path / "a")
+    result = lockgate("images", "update", "--path", str(checkout), "--commit", "--push", "--output", "json")
+    assert result.code == 0, result.err
+    (automation,) = json.loads(result.out)["automations"]
+    assert automation["pushed"]
+    assert [(p["file"], p["line"], p["kind"]) for p in automation["problems"]] == [
+        ("deploy/shared.yaml", 2, "out-of-scope"),
+        ("deploy/shared.yaml", 3, "out-of-scope"),
+    ]
+    app, db = f"{registry.host}/{unique}", f"{registry.host}/{unique}-db"
+    assert remote_file(url, tmp_path, "deploy/app.yaml").startswith(f"image: {app}:1.1.0 ")
+    assert remote_file(url, tmp_path, "deploy/shared.yaml") == SHARED.format(app=app, db=db).replace(
+        f"{app}:1.0.0", f"{app}:1.1.0"
+    )
+
+
+def test_unknown_policy_in_the_automations_namespace_still_fails_and_keeps_its_file(
+    git_remote: GitRemote, registry: Registry, unique: str, tmp_path: Path
+) -> None:
+    broken = 'image: example.com/gone:1.0.0 # {"$imagepolicy": "apps:gone"}\n'
+    url = _shared_repo(git_remote, registry, unique, tmp_path, extra={"broken.yaml": broken})
+    checkout = clone(url, tmp_path / "a")
+    result = lockgate("images", "update", "--path", str(checkout), "--commit", "--push")
+    assert result.code == ExitCode.PARTIAL, result.err
+    assert "deploy/broken.yaml:1: unknown-policy: marker names unknown image policy 'apps:gone'" in result.err
+    assert remote_file(url, tmp_path, "deploy/broken.yaml") == broken
+    assert remote_file(url, tmp_path, "deploy/app.yaml").startswith(f"image: {registry.host}/{unique}:1.1.0 ")
+
+
+def test_strict_makes_out_of_scope_markers_a_failure(
+    git_remote: GitRemote, registry: Registry, unique: str, tmp_path: Path
+) -> None:
+    url = _shared_repo(git_remote, registry, unique, tmp_path)
+    checkout = clone(url, tmp_path / "a")
+    result = lockgate("images", "update", "--path", str(checkout), "--commit", "--push", "--strict")
+    assert result.code == ExitCode.PARTIAL, result.err
+    assert "deploy/shared.yaml:3: out-of-scope: marker 'web:podinfo' skipped" in result.err
+    assert "--strict" in result.err
+    # the run still did all it could, as every partial run does
+    assert remote_file(url, tmp_path, "deploy/app.yaml").startswith(f"image: {registry.host}/{unique}:1.1.0 ")

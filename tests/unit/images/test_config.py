@@ -6,15 +6,15 @@ from pathlib import Path
 
 import pytest
 
-from action.images import config, native, policy
-from action.images.config import ObjectKey
+from action.images import config, model, native, policy
+from action.images.model import NamespacedName
 
 DATA = Path(__file__).parents[2] / "data" / "images"
 
 
 def test_reads_flux_kinds() -> None:
     loaded = config.load(DATA / "flux")
-    key = ObjectKey("apps", "podinfo")
+    key = NamespacedName("apps", "podinfo")
     repo = loaded.repositories[key]
     assert repo.image == "ghcr.io/stefanprodan/podinfo"
     assert repo.exclusion_list == (r"^.*\.sig$",)
@@ -39,11 +39,11 @@ def test_reads_flux_kinds() -> None:
 
 def test_reads_native_kind_as_the_same_model() -> None:
     loaded = config.load(DATA / "native")
-    assert sorted(loaded.policies) == [ObjectKey("apps", "podinfo"), ObjectKey("apps", "redis")]
-    assert loaded.policies[ObjectKey("apps", "podinfo")].choice == policy.SemverChoice(">=6.0.0 <7.0.0")
-    assert loaded.policies[ObjectKey("apps", "redis")].choice == policy.AlphabeticalChoice("desc")
-    assert loaded.policies[ObjectKey("apps", "redis")].digest_reflection == "Always"
-    assert loaded.repositories[ObjectKey("apps", "redis")].exclusion_list == ("-alpine$",)
+    assert sorted(loaded.policies) == [NamespacedName("apps", "podinfo"), NamespacedName("apps", "redis")]
+    assert loaded.policies[NamespacedName("apps", "podinfo")].choice == policy.SemverChoice(">=6.0.0 <7.0.0")
+    assert loaded.policies[NamespacedName("apps", "redis")].choice == policy.AlphabeticalChoice("desc")
+    assert loaded.policies[NamespacedName("apps", "redis")].digest_reflection == "Always"
+    assert loaded.repositories[NamespacedName("apps", "redis")].exclusion_list == ("-alpine$",)
     (automation,) = loaded.automations
     assert automation.update_path == "deploy"
     assert automation.policy_selector is not None
@@ -116,7 +116,7 @@ def test_all_problems_reported_together(tmp_path: Path) -> None:
 
 def test_files_without_our_kinds_are_ignored_even_if_broken(tmp_path: Path) -> None:
     (tmp_path / "chart.yaml").write_text("{{ .Values.broken }\n")
-    assert config.load(tmp_path) == config.Config()
+    assert config.load(tmp_path) == model.Config()
 
 
 def test_refspec_is_refused_rather_than_ignored(tmp_path: Path) -> None:

@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 
 from action.images import commitsign, credentials, pullrequest
-from action.images.config import ImageRepository, ObjectKey
+from action.images.model import ImageRepository, NamespacedName
 from lockgate.errors import UsageError
 
-KEY = ObjectKey("apps", "app")
+KEY = NamespacedName("apps", "app")
 
 
 def _auth(user: str, password: str) -> str:

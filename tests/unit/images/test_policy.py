@@ -139,32 +139,6 @@ def test_exclusion_list_defaults_to_signatures() -> None:
     assert policy.exclude(tags, ["att$"]) == ["1.0.0", "sha256-abc.sig"]
 
 
-EXPANSIONS = {
-    # template: expected for pattern (?P<name>[a-z]+)-(\d+) on "abc-42"
-    "$1": "abc",
-    "$2": "42",
-    "${2}": "42",
-    "$name": "abc",
-    "${name}-x": "abc-x",
-    "$1x": "",
-    "${1}x": "abcx",
-    "$$1": "$1",
-    "$": "$",
-    "$-": "$-",
-    "${name": "${name",
-    "$01": "",
-    "$9": "",
-    "plain": "plain",
-}
-
-
-@pytest.mark.parametrize("template", sorted(EXPANSIONS))
-def test_extract_expands_like_go(template: str) -> None:
-    match = re.search(r"(?P<name>[a-z]+)-(\d+)", "abc-42")
-    assert match is not None
-    assert gocompat.expand(template, match) == EXPANSIONS[template]
-
-
 FLOATS = {
     "1": 1.0,
     "-2.5": -2.5,
@@ -194,15 +168,6 @@ FLOATS = {
 @pytest.mark.parametrize("text", sorted(FLOATS))
 def test_parse_float_matches_go(text: str) -> None:
     assert gocompat.parse_float(text) == FLOATS[text]
-
-
-def test_go_named_group_syntax_is_accepted() -> None:
-    assert gocompat.compile_regexp(r"(?<ver>\d+)").search("v12") is not None
-
-
-def test_backreference_is_refused() -> None:
-    with pytest.raises(gocompat.GoRegexError):
-        gocompat.compile_regexp(r"(a)\1")
 
 
 tag_text = st.text(alphabet="0123456789abcv.-_xyz", min_size=1, max_size=12)

@@ -2,16 +2,17 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
 
-from action.images import policy, run, scan
-from action.images.config import Config, ImagePolicy, ImageRepository, ObjectKey
-from action.images.update import LatestRef, PolicyResult
+from action.images import policy, pullrequest, run, scan
+from action.images.model import Automation, Config, ImagePolicy, ImageRepository, NamespacedName
+from action.images.update import LatestRef, PolicyResult, TreeResult
 from lockgate.errors import ExitCode, UsageError
 
-A, B = ObjectKey("apps", "a"), ObjectKey("apps", "b")
+A, B = NamespacedName("apps", "a"), NamespacedName("apps", "b")
 CONFIG = Config(
     repositories={A: ImageRepository(A, "r/a"), B: ImageRepository(B, "r/b")},
     policies={
@@ -102,3 +103,36 @@ def test_suspended_automation_is_skipped_and_reported(tmp_path: Path) -> None:
     assert rows["apps/paused"]["suspended"] and not rows["apps/paused"]["changes"]
     assert rows["apps/web"]["changes"][0]["new"] == "r/a:1.2.0"
     assert marked.read_text().startswith("image: r/a:1.2.0 ")
+
+
+def test_out_of_scope_marker_is_a_notice_unless_strict(tmp_path: Path) -> None:
+    marked = _tree(tmp_path)
+    other = tmp_path / "deploy" / "web.yaml"
+    other.write_text('tag: 6.0.0 # {"$imagepolicy": "web:podinfo:tag"}\n')
+    report = run.run_update(tmp_path, results={A: OK})
+    (row,) = report.to_json()["automations"]
+    assert [(p["file"], p["kind"]) for p in row["problems"]] == [("deploy/web.yaml", "out-of-scope")]
+    assert marked.read_text().startswith("image: r/a:1.2.0 ")
+    assert other.read_text() == 'tag: 6.0.0 # {"$imagepolicy": "web:podinfo:tag"}\n'
+    assert report.failure() is None
+    strict = report.failure(strict=True)
+    assert isinstance(strict, run.PartialError) and "--strict" in strict.message
+
+
+def test_pull_request_action_is_reported_in_todays_words() -> None:
+    automation = Automation(NamespacedName("apps", "web"), "", "e@x")
+    rows = [
+        run.UpdateReport(
+            run.ScanReport(CONFIG, {}, {}),
+            [
+                run.AutomationReport(
+                    automation, TreeResult(), pull_request=pullrequest.PullRequest(7, "u", action)
+                )
+            ],
+        ).to_json()["automations"][0]["pull_request"]
+        for action in pullrequest.Action
+    ]
+    assert json.dumps(rows) == (
+        '[{"number": 7, "url": "u", "action": "opened"}, {"number": 7, "url": "u", "action": "updated"}, '
+        '{"number": 7, "url": "u", "action": "unchanged"}]'
+    )

@@ -5,11 +5,11 @@ from __future__ import annotations
 import pytest
 
 from action.images import message, policy, setters, update
-from action.images.config import Automation, Config, ImagePolicy, ObjectKey
 from action.images.fields import LabelSelector
+from action.images.model import Automation, Config, ImagePolicy, NamespacedName
 from action.images.setters import ProblemKind
 
-A, B, C = ObjectKey("apps", "a"), ObjectKey("apps", "b"), ObjectKey("other", "c")
+A, B, C = NamespacedName("apps", "a"), NamespacedName("apps", "b"), NamespacedName("other", "c")
 CONFIG = Config(
     policies={
         A: ImagePolicy(A, A, policy.AlphabeticalChoice(), labels={"team": "web"}),
@@ -22,16 +22,49 @@ RESULTS = {key: update.PolicyResult(key, update.LatestRef(f"img/{key.name}", "2.
 
 def test_only_policies_in_namespace_and_selector_are_setters() -> None:
     automation = Automation(
-        ObjectKey("apps", "auto"), "", "e@x", policy_selector=LabelSelector({"team": "web"})
+        NamespacedName("apps", "auto"), "", "e@x", policy_selector=LabelSelector({"team": "web"})
     )
     table = update.setters_for(CONFIG, automation, RESULTS)
     assert table.values == {"apps:a": "img/a:2.0", "apps:a:tag": "2.0", "apps:a:name": "img/a"}
     assert table.skipped["apps:b"][0] is ProblemKind.OUT_OF_SCOPE
-    assert table.skipped["other:c"][0] is ProblemKind.OUT_OF_SCOPE
+    assert table.namespace == "apps"  # other:c is out of scope through the namespace
+
+
+MARKED = (
+    b'a: img/a:1.0 # {"$imagepolicy": "apps:a"}\n'
+    b'b: img/b:1.0 # {"$imagepolicy": "apps:b"}\n'
+    b'c: img/c:1.0 # {"$imagepolicy": "other:c"}\n'
+    b'd: "1.0" # {"$imagepolicy": "web:undefined:tag"}\n'
+)
+
+
+def test_markers_outside_the_scope_are_notices_whether_or_not_their_policy_is_defined() -> None:
+    automation = Automation(
+        NamespacedName("apps", "auto"), "", "e@x", policy_selector=LabelSelector({"team": "web"})
+    )
+    result = setters.rewrite("x.yaml", MARKED, update.setters_for(CONFIG, automation, RESULTS))
+    assert result.updated == MARKED.replace(b"img/a:1.0", b"img/a:2.0")
+    assert [(p.kind, p.setter) for p in result.problems] == [
+        (ProblemKind.OUT_OF_SCOPE, "apps:b"),
+        (ProblemKind.OUT_OF_SCOPE, "other:c"),
+        (ProblemKind.OUT_OF_SCOPE, "web:undefined:tag"),
+    ]
+    assert result.problems[2].message == (
+        "marker 'web:undefined:tag' skipped: policy web:undefined is outside the automation's "
+        "namespace 'apps'; left for an automation in 'web', as Flux leaves it"
+    )
+
+
+def test_unknown_policy_in_the_automations_namespace_keeps_the_file_untouched() -> None:
+    automation = Automation(NamespacedName("apps", "auto"), "", "e@x")
+    data = MARKED + b'e: img/e:1.0 # {"$imagepolicy": "apps:missing"}\n'
+    result = setters.rewrite("x.yaml", data, update.setters_for(CONFIG, automation, RESULTS))
+    assert not result.changed
+    assert [p.setter for p in result.problems if p.kind is ProblemKind.UNKNOWN_POLICY] == ["apps:missing"]
 
 
 def test_policy_without_result_is_reported_not_applied() -> None:
-    automation = Automation(ObjectKey("apps", "auto"), "", "e@x")
+    automation = Automation(NamespacedName("apps", "auto"), "", "e@x")
     results = {**RESULTS, A: update.PolicyResult(A, None, "no tags in database")}
     table = update.setters_for(CONFIG, automation, results)
     assert table.skipped["apps:a"] == (
@@ -59,12 +92,12 @@ TEMPLATES = {
 
 @pytest.mark.parametrize("template", sorted(TEMPLATES))
 def test_message_templates(template: str) -> None:
-    automation = Automation(ObjectKey("apps", "auto"), "", "e@x", message_template=template)
+    automation = Automation(NamespacedName("apps", "auto"), "", "e@x", message_template=template)
     assert update.commit_message(automation, _tree()) == TEMPLATES[template]
 
 
 @pytest.mark.parametrize("template", ["{{ .Updated }}", '{{ printf "%s" .X }}', "{{ if .X }}", "{{ end }}"])
 def test_unsupported_or_wrong_templates_fail_loudly(template: str) -> None:
-    automation = Automation(ObjectKey("apps", "auto"), "", "e@x", message_template=template)
+    automation = Automation(NamespacedName("apps", "auto"), "", "e@x", message_template=template)
     with pytest.raises(message.TemplateError):
         update.commit_message(automation, _tree())

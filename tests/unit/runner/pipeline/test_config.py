@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from lockgate.errors import UsageError
+from lockgate.signing.policy import KeylessPolicy
 from runner.pipeline import config
 
 
@@ -58,3 +59,32 @@ def test_sync_policy_errors_name_the_file_line_and_field(tmp_path: Path) -> None
     )
     with pytest.raises(UsageError, match=r"syncs.yaml:1: spec.verify.insecureSkip cannot be combined"):
         config.load(path)
+
+
+def test_sync_verify_regexp_is_go_syntax_and_errors_name_the_field(tmp_path: Path) -> None:
+    path = tmp_path / "syncs.yaml"
+    path.write_text(
+        "apiVersion: lockgate.dev/v1alpha1\nkind: Sync\nmetadata: {name: web}\n"
+        "spec:\n  url: oci://127.0.0.1:5000/web\n"
+        "  verify: {identityRegexp: '^https://github\\.com/(?=acme)', issuer: https://issuer.test}\n"
+    )
+    with pytest.raises(UsageError) as caught:
+        config.load(path)
+    assert caught.value.message.startswith(
+        f"{path}:1: spec.verify.identityRegexp: invalid regular expression '^https://github\\.com/(?=acme)': "
+        "error parsing regexp: invalid or unsupported Perl syntax: `(?=`"
+    )
+
+
+def test_sync_verify_identity_regexp_matches_the_whole_value_with_go_classes(tmp_path: Path) -> None:
+    path = tmp_path / "syncs.yaml"
+    path.write_text(
+        "apiVersion: lockgate.dev/v1alpha1\nkind: Sync\nmetadata: {name: web}\n"
+        "spec:\n  url: oci://127.0.0.1:5000/web\n"
+        "  verify: {identityRegexp: '[[:alpha:]]+@example\\.com', issuer: https://issuer.test}\n"
+    )
+    (sync,) = config.load(path)
+    policy = sync.source.policy
+    assert isinstance(policy, KeylessPolicy)
+    assert policy.identity.matches("ci@example.com")
+    assert not policy.identity.matches("ci@example.com.evil.test")
