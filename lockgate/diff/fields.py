@@ -104,9 +104,23 @@ def _list_key(before: list[Any], after: list[Any]) -> str | None:
     return next((k for k in LIST_KEYS if _names_uniquely(before, k) and _names_uniquely(after, k)), None)
 
 
-def _walk(before: Any, after: Any, path: str, out: list[FieldChange]) -> None:
+def _flat(value: Any) -> bool:
+    return (
+        isinstance(value, dict)
+        and bool(value)
+        and not any(isinstance(v, dict | list) for v in value.values())
+    )
+
+
+def _walk(before: Any, after: Any, path: str, out: list[FieldChange], *, item: bool = False) -> None:
     if before is after:
         return
+    # a map of plain values that appears or goes (labels, annotations, data) reads best key by
+    # key; a list item that appears or goes (a container, a port) reads best whole
+    if not item and before is ABSENT and _flat(after):
+        before = {}
+    elif not item and after is ABSENT and _flat(before):
+        after = {}
     if isinstance(before, dict) and isinstance(after, dict):
         for key in sorted(before.keys() | after.keys(), key=str):
             _walk(before.get(key, ABSENT), after.get(key, ABSENT), child(path, key), out)
@@ -117,7 +131,7 @@ def _walk(before: Any, after: Any, path: str, out: list[FieldChange]) -> None:
             new = {item[key]: item for item in after}
             names = list(new) + [name for name in old if name not in new]
             for name in names:
-                _walk(old.get(name, ABSENT), new.get(name, ABSENT), f"{path}[{key}={name}]", out)
+                _walk(old.get(name, ABSENT), new.get(name, ABSENT), f"{path}[{key}={name}]", out, item=True)
         elif len(before) == len(after):
             for index, (b, a) in enumerate(zip(before, after, strict=True)):
                 _walk(b, a, f"{path}[{index}]", out)

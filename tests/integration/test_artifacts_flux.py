@@ -59,7 +59,7 @@ def test_we_pull_and_diff_what_flux_pushed(registry: Registry, unique: str, tmp_
     (tree / "ns.yaml").write_text((tree / "ns.yaml").read_text() + "  labels:\n    team: web\n")
     changed = lockgate("diff", str(tree), ref)
     assert changed.code == 1
-    assert "metadata.labels: <absent> -> {'team': 'web'}" in changed.out
+    assert 'metadata.labels.team: <absent> -> "web"' in changed.out
 
 
 def test_manifest_structure_matches_flux_field_by_field(

@@ -152,3 +152,12 @@ def test_absent_is_left_out_of_json_and_null_is_kept() -> None:
 def test_long_values_are_cut_in_text() -> None:
     change = FieldChange("data.big", "x" * 500, "y")
     assert len(str(change)) < 160 and str(change).endswith('-> "y"')
+
+
+def test_a_map_of_plain_values_that_appears_reads_key_by_key() -> None:
+    before = {"kind": "ConfigMap", "metadata": {"name": "c"}}
+    after = {"kind": "ConfigMap", "metadata": {"name": "c", "labels": {"team": "web"}}, "data": {"k": "v"}}
+    assert [str(c) for c in fields.field_changes(before, after)] == [
+        'metadata.labels.team: <absent> -> "web"',
+        'data.k: <absent> -> "v"',
+    ]
