@@ -23,7 +23,7 @@ import requests
 from requests.adapters import HTTPAdapter
 
 from lockgate.errors import ApplyError, AuthError, UsageError
-from runner import kubeconfig
+from runner.kube import kubeconfig
 
 APPLY_PATCH = "application/apply-patch+yaml"
 JSON_PATCH = "application/json-patch+json"

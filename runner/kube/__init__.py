@@ -1,0 +1,1 @@
+"""The runner's seam to the Kubernetes API: credentials, TLS, transport, discovery, verbs."""
