@@ -1,11 +1,13 @@
 """The one seam to the Kubernetes API: raw REST over ``requests`` with the kubeconfig's credentials.
 
-Why not the ``kubernetes`` package's typed client: its models validate every object
-through pydantic, which costs more than the request itself at thousands of objects. This
-client sends and receives plain dicts, discovers resources lazily per group-version, is
-safe to share between threads (one pooled ``requests.Session``) and counts requests per
-verb so passes can report their cost. The ``kubernetes`` package is used only to read a
-kubeconfig or the in-cluster service account. Credentials never appear in messages.
+Why not the ``kubernetes`` package's typed client: lockgate speaks plain dicts, which go
+straight into server-side apply bodies and come straight out of lists, with no
+per-object model (de)serialisation, and it discovers resources lazily, one
+group-version when first needed. This client is safe to share between threads (one
+pooled ``requests.Session``) and counts requests per verb so passes can report their
+cost. Credentials come from ``runner.kube.kubeconfig`` and are set up by
+``runner.kube.auth`` (TLS in memory, the header per request, one renewal after a 401).
+Credentials never appear in messages.
 """
 
 from __future__ import annotations
@@ -20,10 +22,9 @@ from pathlib import Path
 from typing import Any
 
 import requests
-from requests.adapters import HTTPAdapter
 
-from lockgate.errors import ApplyError, AuthError, UsageError
-from runner.kube import kubeconfig
+from lockgate.errors import ApplyError, AuthError
+from runner.kube import auth, kubeconfig
 
 APPLY_PATCH = "application/apply-patch+yaml"
 JSON_PATCH = "application/json-patch+json"
@@ -84,57 +85,23 @@ _VERBS = {"GET": "get", "POST": "create", "PUT": "update", "PATCH": "patch", "DE
 
 
 class Kube:
-    """A client for one API server. Build it with ``from_kubeconfig`` or ``in_cluster``."""
+    """A client for one API server. Build it with ``from_kubeconfig`` (in-cluster without a kubeconfig)."""
 
-    def __init__(self, server: str, session: requests.Session, *, pool: int = 16) -> None:
+    def __init__(self, server: str, session: requests.Session, *, authenticator: auth.Authenticator) -> None:
+        """``session`` comes from ``auth.session_for`` (TLS, pool size); ``authenticator`` is its ``auth``."""
         self.server = server.rstrip("/")
         self.session = session
-        adapter = HTTPAdapter(pool_connections=4, pool_maxsize=pool)
-        session.mount("https://", adapter)
-        session.mount("http://", adapter)
-        # passed on every request: requests lets $REQUESTS_CA_BUNDLE override a session's verify
-        self.verify: bool | str = session.verify if session.verify is not None else True
+        self.authenticator = authenticator
         self.counts: Counter[str] = Counter()
         self._lock = threading.Lock()
         self._discovery: dict[str, dict[str, Resource]] = {}
 
     @classmethod
     def from_kubeconfig(cls, path: Path | None = None, *, context: str | None = None, pool: int = 16) -> Kube:
-        """From ``path``, ``$KUBECONFIG`` or ``~/.kube/config``; in-cluster when none exists."""
-        try:
-            found = kubeconfig.find(path, context)
-        except kubeconfig.Unsupported:
-            return cls._from_kubernetes_loader(path, context=context, pool=pool)
-        session = requests.Session()
-        session.cert = found.cert
-        session.verify = False if found.insecure else (found.ca or True)
-        if found.token:
-            session.headers["Authorization"] = f"Bearer {found.token}"
-        return cls(found.server, session, pool=pool)
-
-    @classmethod
-    def _from_kubernetes_loader(cls, path: Path | None, *, context: str | None, pool: int) -> Kube:
-        """Exec plugins and auth providers: let the ``kubernetes`` package work out the credentials."""
-        from kubernetes import client, config
-
-        configuration = client.Configuration()
-        try:
-            config.load_kube_config(
-                config_file=str(path) if path else None,
-                context=context,
-                client_configuration=configuration,
-                persist_config=False,
-            )
-        except Exception as exc:  # the loader raises ConfigException, OSError, YAML errors alike
-            raise UsageError(f"cannot load Kubernetes credentials ({type(exc).__name__})") from None
-        session = requests.Session()
-        if configuration.cert_file and configuration.key_file:
-            session.cert = (configuration.cert_file, configuration.key_file)
-        session.verify = configuration.ssl_ca_cert if configuration.verify_ssl else False
-        token = (configuration.api_key or {}).get("authorization", "")
-        if token:
-            session.headers["Authorization"] = token if token.startswith("Bearer ") else f"Bearer {token}"
-        return cls(configuration.host, session, pool=pool)
+        """From ``path``, the merged ``$KUBECONFIG`` or ``~/.kube/config``; in-cluster when none exists."""
+        credentials = kubeconfig.load(path, context)
+        session, authenticator = auth.session_for(credentials, pool=pool)
+        return cls(credentials.server, session, authenticator=authenticator)
 
     # ---- transport -----------------------------------------------------------------
     def request(
@@ -154,6 +121,7 @@ class Kube:
         verb = "list" if method == "GET" and what == "list" else ("watch" if stream else _VERBS[method])
         data = json.dumps(body, separators=(",", ":")).encode() if body is not None else None
         headers = {"Content-Type": content_type, "Accept": "application/json"} if data else {}
+        reauthenticated = False
         for attempt in range(RETRIES + 1):
             with self._lock:
                 self.counts[verb] += 1
@@ -166,12 +134,21 @@ class Kube:
                     headers=headers,
                     stream=stream,
                     timeout=(10, timeout),
-                    verify=self.verify,
                 )
             except requests.RequestException as exc:
                 raise ApplyError(
                     f"cannot reach the Kubernetes API at {self.server}: {type(exc).__name__}"
                 ) from None
+            # a rotated token or an expired plugin credential: renew once and send again
+            if (
+                response.status_code == 401
+                and not reauthenticated
+                and attempt < RETRIES
+                and self.authenticator.refresh()
+            ):
+                reauthenticated = True
+                response.close()
+                continue
             # 429 also means "storage is (re)initializing" for a just-established CRD
             if response.status_code not in (429, 503) or attempt == RETRIES:
                 break
