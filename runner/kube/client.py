@@ -14,10 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import requests
-from requests.adapters import HTTPAdapter
-
-from runner import kubeconfig
+from runner.kube import auth, kubeconfig
 from runner.kube.discovery import Discovery, Resource
 from runner.kube.errors import NotFoundError
 from runner.kube.transport import Transport
@@ -44,17 +41,18 @@ class Kube:
 
     @classmethod
     def from_kubeconfig(cls, path: Path | None = None, *, context: str | None = None, pool: int = 16) -> Kube:
-        """From ``path``, ``$KUBECONFIG`` or ``~/.kube/config``; in-cluster when none exists."""
-        found = kubeconfig.find(path, context)
-        session = requests.Session()
-        adapter = HTTPAdapter(pool_connections=4, pool_maxsize=pool)
-        session.mount("https://", adapter)
-        session.mount("http://", adapter)
-        session.cert = found.cert
-        session.verify = False if found.insecure else (found.ca or True)
-        if found.token:
-            session.headers["Authorization"] = f"Bearer {found.token}"
-        return cls(Transport(found.server, session))
+        """From ``path``, the merged ``$KUBECONFIG`` or ``~/.kube/config``; in-cluster when none exists.
+
+        The session carries the credentials (``auth.session_for``: TLS material in memory, the
+        Authorization header per request); after a 401 the transport asks the authenticator
+        to renew them once (an exec plugin run again, a rotated token file read again).
+        """
+        return cls.for_credentials(kubeconfig.load(path, context), pool=pool)
+
+    @classmethod
+    def for_credentials(cls, credentials: kubeconfig.Credentials, *, pool: int = 16) -> Kube:
+        session, authenticator = auth.session_for(credentials, pool=pool)
+        return cls(Transport(credentials.server, session, authenticator=authenticator))
 
     @property
     def server(self) -> str:

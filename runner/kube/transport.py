@@ -1,7 +1,8 @@
 """HTTP to one API server: the only module of the runner that touches ``requests``.
 
-One pooled ``requests.Session`` shared by the pass's threads; credentials are set on the
-session when it is built (``client.Kube.from_kubeconfig``), never passed around. Requests
+One pooled ``requests.Session`` shared by the pass's threads; credentials and TLS are set
+on the session when it is built (``auth.session_for``), never passed around; a 401 asks
+the authenticator to renew them once. Requests
 are counted per verb, so a pass can report its cost. 429 and 503 (a just-established CRD
 answers them while its storage initialises) are retried with backoff honouring
 ``Retry-After``; a connection failure is tried again twice. What the server says is turned
@@ -14,14 +15,16 @@ import json
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import requests
 
 from lockgate.errors import AuthError
 from runner.kube.discovery import Resource
 from runner.kube.errors import ClusterFailing, ClusterUnreachable, KubeError, NotFoundError, PermissionDenied
+
+if TYPE_CHECKING:
+    from runner.kube.auth import Authenticator
 
 TIMEOUT = 60.0
 CONNECT_TIMEOUT = 10.0
@@ -31,21 +34,13 @@ _VERBS = {"GET": "get", "POST": "create", "PUT": "update", "PATCH": "patch", "DE
 
 
 class Transport:
-    """Requests to ``server`` over ``session`` (credentials and connection pool already set up);
-    ``refresh`` renews the credentials after a 401 and says whether to try again."""
+    """Requests to ``server`` over ``session`` (TLS, pool and ``authenticator`` already set up by
+    ``auth.session_for``); after a 401 the authenticator renews the credentials once."""
 
-    def __init__(
-        self,
-        server: str,
-        session: requests.Session,
-        *,
-        refresh: Callable[[], bool] | None = None,
-    ) -> None:
+    def __init__(self, server: str, session: requests.Session, *, authenticator: Authenticator) -> None:
         self.server = server.rstrip("/")
         self.session = session
-        # passed on every request: requests lets $REQUESTS_CA_BUNDLE override a session's verify
-        self.verify: bool | str = session.verify if session.verify is not None else True
-        self.refresh = refresh
+        self.authenticator = authenticator
         self.counts: Counter[str] = Counter()
         self._lock = threading.Lock()
 
@@ -81,7 +76,6 @@ class Transport:
                     headers=headers,
                     stream=stream,
                     timeout=(CONNECT_TIMEOUT, timeout),
-                    verify=self.verify,
                 )
             except requests.RequestException as exc:
                 if connect_attempt < CONNECT_RETRIES and not isinstance(exc, requests.exceptions.SSLError):
@@ -92,10 +86,10 @@ class Transport:
                     f"cannot reach the Kubernetes API at {self.server}: {_reason(exc)}; check that the "
                     "cluster is up and the kubeconfig's server address"
                 ) from None
-            if response.status_code == 401 and not refreshed and self.refresh is not None:
+            if response.status_code == 401 and not refreshed:
                 refreshed = True
-                response.close()
-                if self.refresh():
+                if self.authenticator.refresh():
+                    response.close()
                     continue
             # 429 also means "storage is (re)initializing" for a just-established CRD
             if response.status_code in (429, 502, 503, 504) and attempt < RETRIES:
@@ -111,7 +105,16 @@ class Transport:
 
 def _reason(exc: requests.RequestException) -> str:
     if isinstance(exc, requests.exceptions.SSLError):
-        return "TLS failed (is the kubeconfig's certificate-authority the cluster's?)"
+        text = str(exc).lower()
+        if "hostname mismatch" in text or "doesn't match" in text:
+            return (
+                "TLS failed: the server's certificate does not name it (check the server or tls-server-name)"
+            )
+        if "certificate verify failed" in text:
+            return (
+                "TLS failed: the server's certificate is not signed by the kubeconfig's certificate-authority"
+            )
+        return "TLS failed"
     if isinstance(exc, requests.Timeout):
         return "timed out"
     text = str(exc).lower()
