@@ -5,6 +5,6 @@ Pure planning: ``semver`` and ``constraints`` (Masterminds ports), ``policy`` (t
 selection), ``config``/``native``/``fields`` (configuration), ``markers`` and ``setters``
 (find and rewrite marked scalars), ``update`` (scoping, the change model), ``message``
 (commit templates). I/O seams: ``scan`` and ``credentials`` for registries, ``gitops``
-and ``commitsign`` for Git, ``pullrequest`` for GitHub, ``files`` for the tree; ``run``
-and ``cli`` on top.
+(the commit, push and retry policy over the ``lockgate.git`` seam) and ``commitsign`` for
+Git, ``pullrequest`` for GitHub, ``files`` for the tree; ``run`` and ``cli`` on top.
 """

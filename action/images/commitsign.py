@@ -1,8 +1,8 @@
 """How an image-update commit is signed: Flux's ``git.commit.signingKey``, mapped to CI.
 
 Flux keeps an OpenPGP private key in a Secret and signs in-process. In CI the key is
-already in the job's git/gpg/ssh setup, so lockgate asks the git CLI to sign
-(``git commit -S``) and only chooses the key and its format:
+already in the job's git/gpg/ssh setup, so lockgate asks git to sign (``git commit -S``,
+through the ``lockgate.git`` seam) and only chooses the key and its format:
 
 - ``--signing-key PATH`` to an SSH key (private, or ``.pub`` with the private half in
   ``ssh-agent``), or ``key::ssh-ed25519 AAAA...``: ``gpg.format=ssh``;
@@ -42,14 +42,14 @@ class Signing:
                 return cls(str(path.resolve()), "ssh")
         return cls(key, "openpgp")
 
-    def git_config(self) -> list[str]:
-        """``-c`` options to put before ``commit -S``."""
-        options: list[str] = []
+    def git_config(self) -> dict[str, str]:
+        """The git configuration ``commit -S`` runs with (empty: the job's own decides)."""
+        config: dict[str, str] = {}
         if self.format is not None:
-            options += ["-c", f"gpg.format={self.format}"]
+            config["gpg.format"] = self.format
         if self.key is not None:
-            options += ["-c", f"user.signingkey={self.key}"]
-        return options
+            config["user.signingkey"] = self.key
+        return config
 
     def describe(self) -> str:
         if self.key is None:

@@ -1,34 +1,33 @@
-"""Commit and push an image update, safely, with the git CLI (the Git seam of ``images``).
+"""Commit and push an image update safely: the retry policy over the ``lockgate.git`` seam.
 
 The update itself is a callback: given a working tree it rewrites files and reports what
 changed. That is what makes the push race safe (IAC #939): when the remote has moved
-(a non-fast-forward rejection), the local commit is dropped, the tree is reset to the
-remote head, and the callback runs again on the new content before retrying with
-backoff, so concurrent updaters never overwrite each other. Any other rejection (a hook,
-branch protection, permissions) stops at once, keeping the commit locally and naming
-it. No change means no commit: an empty commit is never made.
+(a non-fast-forward rejection, or a concurrent push winning the ref lock), the local
+commit is dropped, the tree is reset to the remote head, and the callback runs again on
+the new content before retrying with backoff, so concurrent updaters never overwrite each
+other. Any other rejection (a hook, branch protection, permissions) stops at once,
+keeping the commit locally and naming it. No change means no commit: an empty commit is
+never made.
 
 The working tree must be clean (tracked files) before we start, because a retry resets
-it; untracked files are never touched. Commits are signed through the git CLI when a
+it; untracked files are never touched. Commits are signed by git when a
 ``commitsign.Signing`` is given (every retry's commit too).
 """
 
 from __future__ import annotations
 
-import os
-import re
-import subprocess
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from action.images import commitsign
+from lockgate import git
 from lockgate.errors import LockgateError, UsageError
 
-
-class GitError(LockgateError):
-    """A git command failed in a way we did not expect."""
+#: the seam's names, for the update's callers
+GitError = git.GitError
+Author = git.Author
 
 
 class PushRejectedError(LockgateError):
@@ -40,16 +39,10 @@ class PushRejectedError(LockgateError):
 
 
 @dataclass(frozen=True)
-class Author:
-    name: str
-    email: str
-
-
-@dataclass(frozen=True)
 class Applied:
     """What the update callback did to the working tree."""
 
-    paths: tuple[str, ...]  #: files rewritten, relative to the repository root
+    paths: tuple[str, ...]  #: files rewritten, relative to the checkout directory given
     message: str  #: the commit message for these changes
 
 
@@ -76,110 +69,63 @@ class Outcome:
     signed: bool = False
 
 
-def git(repo: Path, *args: str, env: dict[str, str] | None = None, check: bool = True) -> str:
-    full_env = {**os.environ, "GIT_TERMINAL_PROMPT": "0", "LC_ALL": "C", **(env or {})}
-    proc = subprocess.run(["git", *args], cwd=repo, env=full_env, capture_output=True, text=True, check=False)
-    if check and proc.returncode != 0:
-        raise GitError(f"git {' '.join(args)} failed: {(proc.stderr or proc.stdout).strip()}")
-    return proc.stdout + proc.stderr if not check else proc.stdout
-
-
-def _head(repo: Path) -> str:
-    return git(repo, "rev-parse", "HEAD").strip()
-
-
-def current_branch(repo: Path) -> str:
-    name = git(repo, "symbolic-ref", "--quiet", "--short", "HEAD", check=False).strip()
-    if not name or "fatal" in name:
+def _branch(checkout: git.Repository, repo: Path) -> str:
+    name = checkout.branch()
+    if name is None:
         raise UsageError(f"{repo}: HEAD is detached; pass --branch or check out a branch")
     return name
 
 
+def current_branch(repo: Path) -> str:
+    """The branch checked out at ``repo``; a detached HEAD is a usage error here."""
+    with git.Repository.open(repo) as checkout:
+        return _branch(checkout, repo)
+
+
 def remote_url(repo: Path, remote: str = "origin") -> str:
-    return git(repo, "remote", "get-url", remote, check=False).strip()
+    with git.Repository.open(repo) as checkout:
+        return checkout.remote_url(remote)
 
 
-def _require_clean(repo: Path) -> None:
-    dirty = git(repo, "status", "--porcelain", "--untracked-files=no").strip()
+def check_out(repo: Path, branch: str) -> None:
+    with git.Repository.open(repo) as checkout:
+        checkout.switch(branch)
+
+
+def _require_clean(checkout: git.Repository, repo: Path) -> None:
+    dirty = checkout.tracked_changes()
     if dirty:
         raise UsageError(
             f"{repo}: the working tree has uncommitted changes; commit or stash them first:\n{dirty}"
         )
 
 
-def _remote_has(repo: Path, remote: str, branch: str) -> bool:
-    out = git(repo, "ls-remote", "--heads", remote, f"refs/heads/{branch}")
-    return bool(out.strip())
-
-
-def _switch_to_push_branch(repo: Path, remote: str, push_branch: str) -> bool:
+def _switch_to_push_branch(checkout: git.Repository, remote: str, push_branch: str) -> bool:
     """As Flux's ``SwitchBranch``: continue an existing update branch, else start one here."""
-    if _remote_has(repo, remote, push_branch):
-        git(repo, "fetch", "--quiet", remote, f"refs/heads/{push_branch}")
-        git(repo, "checkout", "--quiet", "-B", push_branch, "FETCH_HEAD")
+    if checkout.has_branch(remote, push_branch):
+        checkout.start_branch(push_branch, at=checkout.fetch(remote, push_branch))
         return True
-    git(repo, "checkout", "--quiet", "-B", push_branch)
+    checkout.start_branch(push_branch)
     return False
 
 
 def _commit(
-    repo: Path, applied: Applied, author: Author, signing: commitsign.Signing | None = None
+    checkout: git.Repository, applied: Applied, author: Author, signing: commitsign.Signing | None
 ) -> str | None:
-    git(repo, "add", "--", *applied.paths)
-    if not git(repo, "diff", "--cached", "--name-only").strip():
-        return None
-    identity = {
-        "GIT_AUTHOR_NAME": author.name,
-        "GIT_AUTHOR_EMAIL": author.email,
-        "GIT_COMMITTER_NAME": author.name,
-        "GIT_COMMITTER_EMAIL": author.email,
-    }
-    sign = [*signing.git_config(), "commit", "-S"] if signing is not None else ["commit"]
-    proc = subprocess.run(
-        ["git", *sign, "--quiet", "--no-verify", "--cleanup=verbatim", "-F", "-"],
-        cwd=repo,
-        env={**os.environ, **identity, "LC_ALL": "C"},
-        input=applied.message,
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    if proc.returncode != 0:
-        words = (proc.stderr or proc.stdout).strip()
-        if signing is not None:
-            raise GitError(
-                f"signing the commit with {signing.describe()} failed: {words}\n"
-                "pass --signing-key (an SSH key file or a GPG key id) or configure git user.signingkey"
-            )
-        raise GitError(f"git commit failed: {words}")
-    return _head(repo)
-
-
-_STALE = re.compile(r"^\[rejected\] \((?:fetch first|non-fast-forward)\)")
-_LOST_LOCK = re.compile(r"but expected|incorrect old value provided")
-_STATUS = re.compile(r"^([ +\-*!=])\t[^\t]*\t(.*)$", re.MULTILINE)
-
-
-def _push(repo: Path, remote: str, branch: str, options: Sequence[str]) -> tuple[str, str]:
-    """Push HEAD to ``branch``; returns ("ok" | "moved" | "refused", the remote's words)."""
-    args = [
-        "push",
-        "--porcelain",
-        *(f"--push-option={o}" for o in options),
-        remote,
-        f"HEAD:refs/heads/{branch}",
-    ]
-    out = git(repo, *args, check=False)
-    statuses = _STATUS.findall(out)
-    if statuses and all(flag != "!" for flag, _ in statuses):
-        return "ok", out.strip()
-    # The remote moved: either we pushed onto a stale head, or another push won the ref
-    # lock while ours was in flight ("cannot lock ref ...: is at X but expected Y").
-    stale = any(flag == "!" and _STALE.search(summary) for flag, summary in statuses)
-    lost_lock = bool(_LOST_LOCK.search(out)) and any(
-        flag == "!" and "[remote rejected]" in summary for flag, summary in statuses
-    )
-    return ("moved" if stale or lost_lock else "refused"), out.strip()
+    try:
+        return checkout.commit(
+            applied.paths,
+            message=applied.message,
+            author=author,
+            signing=signing.git_config() if signing is not None else None,
+        )
+    except git.CommitError as exc:
+        if signing is None:
+            raise
+        raise GitError(
+            f"signing the commit with {signing.describe()} failed: {exc.words}\n"
+            "pass --signing-key (an SSH key file or a GPG key id) or configure git user.signingkey"
+        ) from None
 
 
 def commit_and_push(
@@ -196,33 +142,36 @@ def commit_and_push(
     signing: commitsign.Signing | None = None,
 ) -> Outcome:
     """Run ``apply`` on the checkout at ``repo``, commit what it changed, push, retry races."""
-    _require_clean(repo)
-    branch = current_branch(repo)
-    target = push_branch or branch
-    continued = _switch_to_push_branch(repo, remote, target) if target != branch else False
-    rebased: list[str] = []
-    for attempt in range(1, backoff.attempts + 1):
-        applied = apply(repo)
-        commit = _commit(repo, applied, author, signing) if applied is not None and applied.paths else None
-        signed = commit is not None and signing is not None
-        if commit is None or not push:
-            return Outcome(commit, target, False, attempt, applied, rebased, continued, signed)
-        status, words = _push(repo, remote, target, push_options)
-        if status == "ok":
-            return Outcome(commit, target, True, attempt, applied, rebased, continued, signed)
-        if status == "refused":
-            raise PushRejectedError(
-                f"push to {remote} {target} was refused; the commit {commit[:12]} is kept on local branch "
-                f"{target!r} in {repo}:\n{words}",
-                commit=commit,
-            )
-        git(repo, "fetch", "--quiet", remote, f"refs/heads/{target}")
-        git(repo, "reset", "--quiet", "--hard", "FETCH_HEAD")
-        rebased.append(_head(repo))
-        if attempt < backoff.attempts:
-            sleep(backoff.delay(attempt))
-    raise PushRejectedError(
-        f"push to {remote} {target} kept losing the race after {backoff.attempts} attempts; "
-        "nothing was pushed, run the update again",
-        commit=_head(repo),
-    )
+    with git.Repository.open(repo) as checkout:
+        _require_clean(checkout, repo)
+        branch = _branch(checkout, repo)
+        target = push_branch or branch
+        continued = _switch_to_push_branch(checkout, remote, target) if target != branch else False
+        rebased: list[str] = []
+        for attempt in range(1, backoff.attempts + 1):
+            applied = apply(repo)
+            commit = None
+            if applied is not None and applied.paths:
+                commit = _commit(checkout, applied, author, signing)
+            signed = commit is not None and signing is not None
+            if commit is None or not push:
+                return Outcome(commit, target, False, attempt, applied, rebased, continued, signed)
+            result = checkout.push(remote, target, options=push_options)
+            if result.status is git.PushStatus.PUSHED:
+                return Outcome(commit, target, True, attempt, applied, rebased, continued, signed)
+            if result.status is git.PushStatus.REFUSED:
+                raise PushRejectedError(
+                    f"push to {remote} {target} was refused; the commit {commit[:12]} is kept on local "
+                    f"branch {target!r} in {repo}:\n{result.words}",
+                    commit=commit,
+                )
+            head = checkout.fetch(remote, target)
+            checkout.reset_hard(head)
+            rebased.append(head)
+            if attempt < backoff.attempts:
+                sleep(backoff.delay(attempt))
+        raise PushRejectedError(
+            f"push to {remote} {target} kept losing the race after {backoff.attempts} attempts; "
+            "nothing was pushed, run the update again",
+            commit=checkout.head() or "",
+        )

@@ -307,7 +307,7 @@ def _commit(
     )
     tree = committed[-1] if committed else plan
     if outcome.branch != base:
-        gitops.git(root, "checkout", "--quiet", base)  # the next automation starts where this one did
+        gitops.check_out(root, base)  # the next automation starts where this one did
     result = AutomationReport(automation, tree, diff=update.unified_diff(tree), outcome=outcome)
     if github is None or not (outcome.pushed or outcome.continued):
         return result

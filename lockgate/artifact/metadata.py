@@ -1,37 +1,30 @@
 """The annotations that say where an artifact came from: created, source, revision.
 
 Defaults come from GitHub Actions' environment, else from the Git checkout holding the
-path, as Flux writes them (``<branch|tag>@sha1:<sha>``). ``created`` is taken from
-``SOURCE_DATE_EPOCH``, else the commit time, else the epoch: never the wall clock unless
-asked for with ``now``, so the same commit always gives the same manifest digest.
+path (read through the ``lockgate.git`` seam), as Flux writes them: ``<branch|tag>@sha1:<sha>``.
+``created`` is taken from ``SOURCE_DATE_EPOCH``, else the commit time, else the epoch: never
+the wall clock unless asked for with ``now``, so the same commit always gives the same
+manifest digest.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import os
-import subprocess
-import urllib.parse
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from lockgate.errors import UsageError
+
+if TYPE_CHECKING:
+    from lockgate import git
 
 CREATED = "org.opencontainers.image.created"
 SOURCE = "org.opencontainers.image.source"
 REVISION = "org.opencontainers.image.revision"
 EPOCH = "1970-01-01T00:00:00Z"
-
-
-@dataclass(frozen=True)
-class GitInfo:
-    """What the checkout says about ``path``: remote URL, branch or tag, commit and commit time."""
-
-    remote: str | None
-    ref_name: str | None
-    sha: str
-    commit_time: int
 
 
 @dataclass(frozen=True)
@@ -51,42 +44,6 @@ class Provenance:
 
 def rfc3339(epoch: int) -> str:
     return dt.datetime.fromtimestamp(epoch, tz=dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def _git(cwd: Path, *args: str) -> str | None:
-    try:
-        proc = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, timeout=30)
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    return proc.stdout.strip() if proc.returncode == 0 and proc.stdout.strip() else None
-
-
-def strip_userinfo(url: str) -> str:
-    """Drop ``user:token@`` from an http(s) remote URL, so no credential lands in an annotation."""
-    parts = urllib.parse.urlsplit(url)
-    if parts.scheme in ("http", "https") and "@" in parts.netloc:
-        return urllib.parse.urlunsplit(parts._replace(netloc=parts.netloc.rsplit("@", 1)[1]))
-    return url
-
-
-def git_info(path: Path, *, per_path: bool = False) -> GitInfo | None:
-    """Read the checkout around ``path``; ``per_path`` takes the last commit that touched ``path``."""
-    cwd = path if path.is_dir() else path.parent
-    if _git(cwd, "rev-parse", "--is-inside-work-tree") != "true":
-        return None
-    sha = _git(cwd, "log", "-1", "--format=%H", "--", ".") if per_path else _git(cwd, "rev-parse", "HEAD")
-    if sha is None:
-        return None
-    when = _git(cwd, "show", "-s", "--format=%ct", sha)
-    branch = _git(cwd, "symbolic-ref", "--short", "-q", "HEAD")
-    ref_name = branch or _git(cwd, "describe", "--tags", "--exact-match", "HEAD")
-    remote = _git(cwd, "config", "--get", "remote.origin.url")
-    return GitInfo(
-        remote=strip_userinfo(remote) if remote else None,
-        ref_name=ref_name,
-        sha=sha,
-        commit_time=int(when) if when and when.isdigit() else 0,
-    )
 
 
 def revision_string(ref_name: str | None, sha: str) -> str:
@@ -121,25 +78,28 @@ def detect(
 ) -> Provenance:
     """Explicit values win; then GitHub Actions; then the Git checkout; ``created`` as described above."""
     env = os.environ if env is None else env
-    found: list[GitInfo | None] = []
+    found: list[git.CheckoutInfo | None] = []
 
-    def checkout() -> GitInfo | None:
-        # git is asked only when a value is still missing: up to five subprocesses
+    def checkout() -> git.CheckoutInfo | None:
+        # the seam (and GitPython) is loaded only when a value is still missing: not for
+        # ``lockgate build``, nor a push whose provenance is given or in the environment
+        from lockgate import git
+
         if not found:
-            found.append(git_info(path, per_path=per_path))
+            found.append(git.read_checkout(path, per_path=per_path))
         return found[0]
 
     if source is None:
         if env.get("GITHUB_ACTIONS") == "true" and env.get("GITHUB_REPOSITORY"):
             source = f"{env.get('GITHUB_SERVER_URL', 'https://github.com')}/{env['GITHUB_REPOSITORY']}"
-        elif (git := checkout()) is not None:
-            source = git.remote
+        elif (info := checkout()) is not None:
+            source = info.remote
     if revision is None:
         in_actions = env.get("GITHUB_ACTIONS") == "true" and env.get("GITHUB_SHA")
         ref_name = (env.get("GITHUB_HEAD_REF") or env.get("GITHUB_REF_NAME")) if in_actions else None
-        git = checkout() if (per_path or not in_actions) else None
-        if git is not None:
-            revision = revision_string(ref_name or git.ref_name, git.sha)
+        info = checkout() if (per_path or not in_actions) else None
+        if info is not None:
+            revision = revision_string(ref_name or info.ref_name, info.sha)
         elif in_actions:
             revision = revision_string(ref_name, env["GITHUB_SHA"])
     if created is not None:
@@ -149,8 +109,8 @@ def detect(
         if not epoch.isdigit():
             raise UsageError(f"SOURCE_DATE_EPOCH={epoch!r} is not a number of seconds")
         stamp = rfc3339(int(epoch))
-    elif (git := checkout()) is not None:
-        stamp = rfc3339(git.commit_time)
+    elif (info := checkout()) is not None:
+        stamp = rfc3339(info.commit_time)
     else:
         stamp = EPOCH
     return Provenance(source=source, revision=revision, created=stamp)

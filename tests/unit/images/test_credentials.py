@@ -89,15 +89,13 @@ def test_signing_key_kinds(tmp_path: Path) -> None:
     private = tmp_path / "id"
     private.write_text("-----BEGIN OPENSSH PRIVATE KEY-----\nxyz\n")
     assert commitsign.Signing.from_key(str(pub)).format == "ssh"
-    assert commitsign.Signing.from_key(str(private)).git_config() == [
-        "-c",
-        "gpg.format=ssh",
-        "-c",
-        f"user.signingkey={private}",
-    ]
+    assert commitsign.Signing.from_key(str(private)).git_config() == {
+        "gpg.format": "ssh",
+        "user.signingkey": str(private),
+    }
     assert commitsign.Signing.from_key("key::ssh-ed25519 AAAA").format == "ssh"
     assert commitsign.Signing.from_key("0xDEADBEEF").format == "openpgp"
-    assert commitsign.Signing().git_config() == []
+    assert commitsign.Signing().git_config() == {}
 
 
 SLUGS = {
