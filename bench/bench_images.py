@@ -33,6 +33,7 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+from action.images import config
 from action.images import run as images
 from action.images.model import NamespacedName
 from action.images.update import LatestRef, PolicyResult
@@ -257,7 +258,7 @@ def bench_update(workdir: Path) -> list[BenchResult]:
         tree = workdir / f"update-{attempt}"
         shutil.copytree(pristine, tree)
         start = time.perf_counter()
-        report = images.run_update(tree, results=results)
+        report = images.update_from(tree, images.ScanReport(config.load(tree), {}, results))
         times.append(time.perf_counter() - start)
         changes = sum(len(f.changes) for item in report.automations for f in item.tree.changed)
         assert changes == MARKERS, changes

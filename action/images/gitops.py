@@ -138,7 +138,6 @@ def commit_and_push(
     push: bool = True,
     push_options: Sequence[str] = (),
     backoff: Backoff = Backoff(),
-    sleep: Callable[[float], None] = time.sleep,
     signing: commitsign.Signing | None = None,
 ) -> Outcome:
     """Run ``apply`` on the checkout at ``repo``, commit what it changed, push, retry races."""
@@ -169,7 +168,7 @@ def commit_and_push(
             checkout.reset_hard(head)
             rebased.append(head)
             if attempt < backoff.attempts:
-                sleep(backoff.delay(attempt))
+                time.sleep(backoff.delay(attempt))
         raise PushRejectedError(
             f"push to {remote} {target} kept losing the race after {backoff.attempts} attempts; "
             "nothing was pushed, run the update again",

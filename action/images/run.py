@@ -232,14 +232,16 @@ def run_update(
     dry_run: bool = False,
     page_size: int = 1000,
     secrets_dir: Path | None = None,
-    results: dict[NamespacedName, PolicyResult] | None = None,
 ) -> UpdateReport:
-    """Update every automation's markers under ``root`` (a git checkout when committing)."""
-    report = (
-        run_scan(root, page_size=page_size, secrets_dir=secrets_dir)
-        if results is None
-        else ScanReport(config.load(root), {}, results)
-    )
+    """Scan, then update every automation's markers under ``root`` (a git checkout when committing)."""
+    report = run_scan(root, page_size=page_size, secrets_dir=secrets_dir)
+    return update_from(root, report, git=git, dry_run=dry_run)
+
+
+def update_from(
+    root: Path, report: ScanReport, *, git: GitOptions = GitOptions(), dry_run: bool = False
+) -> UpdateReport:
+    """The update step alone, from a scan's results: scope, rewrite, then show, write or commit."""
     automations = list(report.config.automations)
     if not automations:
         raise UsageError(f"no ImageUpdateAutomation or ImageAutomation found under {root}")

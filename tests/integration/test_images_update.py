@@ -9,7 +9,7 @@ import shutil
 import subprocess
 import tempfile
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -22,6 +22,8 @@ from tests.world.gitremote import GitRemote
 from tests.world.registry import Registry
 
 AUTHOR = gitops.Author("lockgate-bot", "bot@example.com")
+#: retries without waiting: the race tests need the retries, not the backoff
+NO_WAIT = gitops.Backoff(initial=0.0)
 DEPLOY = 'image: docker.io/library/redis:7.0.0 # {"$imagepolicy": "apps:redis"}\n'
 VALUES = 'tag: 6.0.0 # {"$imagepolicy": "web:podinfo:tag"}\n'
 TEMPLATE = (
@@ -130,9 +132,9 @@ def test_two_updaters_pushing_at_once_both_land(git_remote: GitRemote, unique: s
     outcomes: list[gitops.Outcome] = []
     errors: list[BaseException] = []
 
-    def run(repo: Path, apply: object) -> None:
+    def run(repo: Path, apply: Callable[[Path], gitops.Applied | None]) -> None:
         try:
-            outcomes.append(gitops.commit_and_push(repo, apply, author=AUTHOR, sleep=lambda _: None))  # type: ignore[arg-type]
+            outcomes.append(gitops.commit_and_push(repo, apply, author=AUTHOR, backoff=NO_WAIT))
         except BaseException as exc:
             errors.append(exc)
 
@@ -178,7 +180,7 @@ def test_refused_push_stops_and_keeps_the_commit(git_remote: GitRemote, unique: 
     repo = clone(url, tmp_path / "a")
     apply, calls = updater(REDIS, APPS)
     with pytest.raises(gitops.PushRejectedError, match="refused") as caught:
-        gitops.commit_and_push(repo, apply, author=AUTHOR, sleep=lambda _: None)
+        gitops.commit_and_push(repo, apply, author=AUTHOR, backoff=NO_WAIT)
     assert len(calls) == 1
     assert "branch is protected" in caught.value.message
     assert sh(repo, "cat-file", "-t", caught.value.commit).strip() == "commit"

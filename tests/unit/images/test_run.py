@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from action.images import policy, pullrequest, run, scan
+from action.images import config, policy, pullrequest, run, scan
 from action.images.model import Automation, Config, ImagePolicy, ImageRepository, NamespacedName
 from action.images.update import LatestRef, PolicyResult, TreeResult
 from lockgate.errors import ExitCode, UsageError
@@ -21,6 +21,13 @@ CONFIG = Config(
     },
 )
 OK = PolicyResult(A, LatestRef("r/a", "1.2.0"), candidates=3)
+
+
+def _scanned(root: Path) -> run.ScanReport:
+    """The configuration under ``root`` with policy A evaluated (no registry involved)."""
+    return run.ScanReport(config.load(root), {}, {A: OK})
+
+
 DENIED = PolicyResult(B, None, "refused", exit_code=ExitCode.AUTH)
 
 
@@ -86,7 +93,7 @@ def _tree(root: Path, *, suspend: bool = False) -> Path:
 
 def test_dry_run_returns_a_diff_and_writes_nothing(tmp_path: Path) -> None:
     marked = _tree(tmp_path)
-    report = run.run_update(tmp_path, dry_run=True, results={A: OK})
+    report = run.update_from(tmp_path, _scanned(tmp_path), dry_run=True)
     (item,) = report.automations
     assert marked.read_text() == 'image: r/a:1.0.0 # {"$imagepolicy": "apps:a"}\n'
     assert item.diff.splitlines()[2:] == [
@@ -98,7 +105,7 @@ def test_dry_run_returns_a_diff_and_writes_nothing(tmp_path: Path) -> None:
 
 def test_suspended_automation_is_skipped_and_reported(tmp_path: Path) -> None:
     marked = _tree(tmp_path, suspend=True)
-    report = run.run_update(tmp_path, results={A: OK})
+    report = run.update_from(tmp_path, _scanned(tmp_path))
     rows = {row["automation"]: row for row in report.to_json()["automations"]}
     assert rows["apps/paused"]["suspended"] and not rows["apps/paused"]["changes"]
     assert rows["apps/web"]["changes"][0]["new"] == "r/a:1.2.0"
@@ -109,7 +116,7 @@ def test_out_of_scope_marker_is_a_notice_unless_strict(tmp_path: Path) -> None:
     marked = _tree(tmp_path)
     other = tmp_path / "deploy" / "web.yaml"
     other.write_text('tag: 6.0.0 # {"$imagepolicy": "web:podinfo:tag"}\n')
-    report = run.run_update(tmp_path, results={A: OK})
+    report = run.update_from(tmp_path, _scanned(tmp_path))
     (row,) = report.to_json()["automations"]
     assert [(p["file"], p["kind"]) for p in row["problems"]] == [("deploy/web.yaml", "out-of-scope")]
     assert marked.read_text().startswith("image: r/a:1.2.0 ")
