@@ -20,12 +20,9 @@ Both contenders run in turn, three rounds, median. No world is needed (``world``
 from __future__ import annotations
 
 import copy
-import statistics
-import time
-from collections.abc import Callable
 from typing import Any
 
-from bench.common import BenchResult
+from bench.common import BenchResult, best_of
 from lockgate.diff import fields
 from lockgate.diff.normalize import normalise
 
@@ -81,15 +78,6 @@ def _by_name(first: Any, second: Any, level: Any = None) -> bool:
     raise CannotCompare() from None
 
 
-def _median(action: Callable[[], object]) -> float:
-    times = []
-    for _ in range(ROUNDS):
-        start = time.perf_counter()
-        action()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
-
-
 def run(world: object = None) -> list[BenchResult]:
     from deepdiff import DeepDiff
 
@@ -120,9 +108,9 @@ def run(world: object = None) -> list[BenchResult]:
                 iterable_compare_func=_by_name,
             )
 
-    mine = _median(ours)
-    plain = _median(deepdiff_plain)
-    keyed = _median(deepdiff_keyed) * KEYED_SAMPLE
+    mine = best_of(ROUNDS, ours)
+    plain = best_of(ROUNDS, deepdiff_plain)
+    keyed = best_of(ROUNDS, deepdiff_keyed) * KEYED_SAMPLE
     return [
         BenchResult(
             "diff",

@@ -214,6 +214,16 @@ class StageApplier:
         return Entry(item.key, Action.CONFIGURED, "recreated (immutable field changed)")
 
 
+def record_wave(results: Sequence[Entry | LockgateError], changeset: ChangeSet) -> None:
+    """Add a wave's entries to ``changeset``; raise ``ApplyFailed`` carrying them if any failed."""
+    errors = [r for r in results if isinstance(r, LockgateError)]
+    for result in results:
+        if isinstance(result, Entry):
+            changeset.add(result)
+    if errors:
+        raise ApplyFailed(errors, changeset)
+
+
 def resolve_resources(mgr: Manager, items: Sequence[Desired], *, dry_run: bool) -> dict[ObjectKey, Resource]:
     resources: dict[ObjectKey, Resource] = {}
     for item in items:
@@ -244,10 +254,5 @@ def apply_stage(
         results = [
             sent[k] if k in sent else applier.one(by_key[k], resources.get(k), index.get(k)) for k in wave
         ]
-        errors = [r for r in results if isinstance(r, LockgateError)]
-        for result in results:
-            if isinstance(result, Entry):
-                changeset.add(result)
-        if errors:
-            raise ApplyFailed(errors, changeset)
+        record_wave(results, changeset)
     return changeset

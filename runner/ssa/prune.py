@@ -20,7 +20,7 @@ from runner.kube.discovery import Resource
 from runner.kube.errors import KubeError, NotFoundError
 from runner.plan import applyset, kinds, prune_plan
 from runner.plan.inventory import Member
-from runner.ssa.apply import ApplyFailed
+from runner.ssa.apply import ApplyFailed, record_wave
 from runner.ssa.manager import Manager
 
 
@@ -100,11 +100,5 @@ def prune(
         return Entry(key, Action.DELETED)
 
     for wave in kinds.waves(plan.delete):
-        done = mgr.each(delete, wave)
-        errors = [r for r in done if isinstance(r, LockgateError)]
-        for entry in done:
-            if isinstance(entry, Entry):
-                changeset.add(entry)
-        if errors:
-            raise ApplyFailed(errors, changeset)
+        record_wave(mgr.each(delete, wave), changeset)
     return changeset, plan
