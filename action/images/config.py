@@ -82,7 +82,6 @@ def _automation(f: Fields, key: NamespacedName) -> Automation:
         template_values=f.str_map("spec.git.commit.messageTemplateValues"),
         checkout_branch=f.string("spec.git.checkout.ref.branch") or None,
         push_branch=f.string("spec.git.push.branch") or None,
-        push_refspec=f.string("spec.git.push.refspec") or None,
         push_options=f.str_map("spec.git.push.options"),
         update_path=f.string("spec.update.path") or ".",
         policy_selector=f.selector("spec.policySelector"),

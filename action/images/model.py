@@ -57,7 +57,6 @@ class Automation:
     template_values: Mapping[str, str] = field(default_factory=dict)
     checkout_branch: str | None = None
     push_branch: str | None = None
-    push_refspec: str | None = None
     push_options: Mapping[str, str] = field(default_factory=dict)
     update_path: str = "."
     policy_selector: LabelSelector | None = None

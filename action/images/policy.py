@@ -30,6 +30,7 @@ from lockgate.semver import constraints, highest_in_range
 from lockgate.semver import version as semver
 
 DEFAULT_EXCLUSION_LIST: tuple[str, ...] = (r"^.*\.sig$",)
+_DEFAULT_SIG = DEFAULT_EXCLUSION_LIST[0]
 Order = Literal["asc", "desc"]
 
 
@@ -127,7 +128,12 @@ def exclude(tags: Iterable[str], patterns: Sequence[str] = DEFAULT_EXCLUSION_LIS
         except goregex.RegexpError as exc:
             raise InvalidPolicyError(f"failed to compile regex {pattern}: {exc}") from None
     kept = list(tags)
-    for regex in compiled:
+    for pattern, regex in zip(patterns or DEFAULT_EXCLUSION_LIST, compiled, strict=True):
+        if pattern == _DEFAULT_SIG:
+            # Flux's default, on every repository: RE2's ``^.*\.sig$`` matches exactly the texts
+            # that end in ".sig" and hold no newline, and a suffix test is ten times cheaper
+            kept = [tag for tag in kept if not (tag.endswith(".sig") and "\n" not in tag)]
+            continue
         dropped = set(regex.matching(kept))
         kept = [tag for tag in kept if tag not in dropped]
     return kept

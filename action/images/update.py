@@ -90,14 +90,6 @@ def _resolve_update_path(root: Path, update_path: str) -> Path:
     return target
 
 
-def discover(root: Path, update_path: str = ".") -> list[Path]:
-    """Candidate files, sorted; symbolic links and ``.git`` are never followed."""
-    start = _resolve_update_path(root, update_path)
-    if start.is_file():
-        return [start]
-    return [Path(p) for p in files.walk(start, names=("Kustomization",))]
-
-
 def _marked(root: Path, update_path: str) -> list[tuple[str, bytes]]:
     """(path relative to ``root``, content) of the candidate files holding the marker token."""
     start = _resolve_update_path(root, update_path)

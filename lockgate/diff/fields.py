@@ -6,7 +6,7 @@ are matched by name rather than position, so inserting a container does not repo
 container after it as changed: ``spec.template.spec.containers[name=web].image``. A field
 present on one side only has ``ABSENT`` on the other (one notion of "not there" for the
 whole tree). The values of a Secret's ``data``/``stringData`` never leave this module:
-they are compared, then replaced by Flux's masks (``***``, ``*** (before)``, ``*** (after)``).
+they are compared, then replaced by Flux's masks (``*** (before)``, ``*** (after)``).
 
 Why a hand walk and not deepdiff: on a 5,000-object drift pass deepdiff was about 15 times
 slower, and slower again when asked to match list items by name (``bench/bench_diff.py``).
@@ -22,7 +22,6 @@ from typing import Any, Final
 
 from lockgate.diff.normalize import normalise
 
-MASK: Final = "***"
 MASK_BEFORE: Final = "*** (before)"
 MASK_AFTER: Final = "*** (after)"
 #: how list items are identified, in order of preference (Kubernetes' merge keys)

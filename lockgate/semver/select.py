@@ -16,13 +16,17 @@ from lockgate.semver.version import Version, parse_tag
 
 
 def highest_in_range(constraints: Constraints, tags: Iterable[str]) -> str | None:
-    """The elected original tag, or None when no tag satisfies ``constraints``."""
-    best: Version | None = None
-    for tag in tags:
-        version = parse_tag(tag)
-        if version is None or not constraints.check(version):
-            continue
-        order = 1 if best is None else version.compare(best)
-        if order > 0 or (best is not None and order == 0 and version.original < best.original):
-            best = version
+    """The elected original tag, or None when no tag satisfies ``constraints``.
+
+    Versions are ordered first and checked from the highest down, so a range is evaluated
+    only until the first version it admits: a constraint check costs more than a sort key.
+    """
+    parsed = sorted((v for v in map(parse_tag, tags) if v is not None), key=_original)
+    # highest precedence first; among equals the lexically smallest original (the sort is stable)
+    parsed.sort(key=Version.key, reverse=True)
+    best = next((version for version in parsed if constraints.check(version)), None)
     return None if best is None else best.original
+
+
+def _original(version: Version) -> str:
+    return version.original

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import base64
 import binascii
-import hashlib
 import json
 from dataclasses import dataclass
 from typing import Any
@@ -128,27 +127,3 @@ def verify_key_bundle(bundle: dict[str, Any], key: keys.PublicKey, *, digest: st
         check(envelope.payload_type, envelope.payload, digest=digest)
         return
     raise errors[0]
-
-
-def key_bundle(digest: str, key: keys.PrivateKey) -> bytes:
-    """A Sigstore bundle v0.3 signed with a cosign key, as ``cosign sign --key`` (v3) writes it:
-    the statement for ``digest`` in a DSSE envelope, a public-key hint, no log entry."""
-    payload = build(digest)
-    signature = keys.sign(key, pae(PAYLOAD_TYPE, payload))
-    doc = {
-        "mediaType": "application/vnd.dev.sigstore.bundle.v0.3+json",
-        "verificationMaterial": {"publicKey": {"hint": _hint(key.public_key())}},
-        "dsseEnvelope": {
-            "payload": base64.b64encode(payload).decode(),
-            "payloadType": PAYLOAD_TYPE,
-            "signatures": [{"sig": base64.b64encode(signature).decode()}],
-        },
-    }
-    return json.dumps(doc, separators=(",", ":")).encode()
-
-
-def _hint(key: keys.PublicKey) -> str:
-    from cryptography.hazmat.primitives import serialization
-
-    der = key.public_bytes(serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo)
-    return base64.b64encode(hashlib.sha256(der).digest()).decode()

@@ -45,7 +45,6 @@ def verify(
     policy: Policy,
     *,
     client: RegistryClient | None = None,
-    verifier: Verifier | None = None,
 ) -> VerifiedArtifact:
     """Resolve ``reference`` once; return the verified digest and signer or raise ``VerificationError``."""
     ref = parse(reference) if isinstance(reference, str) else reference
@@ -54,7 +53,7 @@ def verify(
         digest = client.resolve(ref)
         if isinstance(policy, KeyPolicy):
             return _verify_key(client, ref, digest, policy)
-        return _verify_keyless(client, ref, digest, policy, verifier or trust_root_verifier(policy))
+        return _verify_keyless(client, ref, digest, policy, trust_root_verifier(policy))
     except (RegistryError, AuthError) as exc:
         raise VerificationError(
             f"cannot verify {ref}: {exc.message}; refusing it (verification fails closed)"

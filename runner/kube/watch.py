@@ -52,10 +52,6 @@ class WatchStream:
         finally:
             self._response.close()
 
-    @property
-    def closed(self) -> bool:
-        return self._closed.is_set()
-
     def close(self) -> None:
         """End the stream now, from any thread."""
         self._closed.set()

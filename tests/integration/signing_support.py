@@ -6,10 +6,14 @@ depend on the push command.
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import json
 
+from cryptography.hazmat.primitives import serialization
+
 from lockgate import registry
-from lockgate.signing import layout
+from lockgate.signing import keys, layout, statement
 from tests.world.registry import Registry
 
 
@@ -65,3 +69,29 @@ def client_blob(client: registry.RegistryClient, repo: str, digest: str) -> byte
 
 def digest_of(reference: str) -> str:
     return reference.rsplit("@", 1)[1]
+
+
+def key_bundle(digest: str, key: keys.PrivateKey) -> bytes:
+    """A Sigstore bundle v0.3 signed with a cosign key, as ``cosign sign --key`` (v3) writes it:
+    the statement for ``digest`` in a DSSE envelope, a public-key hint, no log entry.
+
+    lockgate never writes these (its key signatures use the legacy layout); the tests make
+    them to check that verification accepts what cosign v3 writes by default.
+    """
+    payload = statement.build(digest)
+    signature = keys.sign(key, statement.pae(statement.PAYLOAD_TYPE, payload))
+    der = key.public_key().public_bytes(
+        serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo
+    )
+    doc = {
+        "mediaType": "application/vnd.dev.sigstore.bundle.v0.3+json",
+        "verificationMaterial": {
+            "publicKey": {"hint": base64.b64encode(hashlib.sha256(der).digest()).decode()}
+        },
+        "dsseEnvelope": {
+            "payload": base64.b64encode(payload).decode(),
+            "payloadType": statement.PAYLOAD_TYPE,
+            "signatures": [{"sig": base64.b64encode(signature).decode()}],
+        },
+    }
+    return json.dumps(doc, separators=(",", ":")).encode()

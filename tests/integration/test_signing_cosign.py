@@ -16,9 +16,9 @@ from pathlib import Path
 import pytest
 
 from lockgate.errors import VerificationError
-from lockgate.signing import keys, layout, sign, statement, verify
+from lockgate.signing import keys, layout, sign, verify
 from lockgate.signing.policy import KeyPolicy
-from tests.integration.signing_support import client_for, digest_of, push_artifact
+from tests.integration.signing_support import client_for, digest_of, key_bundle, push_artifact
 from tests.world.binaries import binary
 from tests.world.registry import Registry
 
@@ -157,7 +157,7 @@ def test_cosign_reads_our_referrer_layout(registry: Registry, unique: str, tmp_p
     accepted by cosign v3, so cosign can read what ``--keyless`` stores."""
     key, _, public = our_key_pair(tmp_path)
     ref = push_artifact(registry, unique)
-    sign.attach_bundle(ref, statement.key_bundle(digest_of(ref), key))
+    sign.attach_bundle(ref, key_bundle(digest_of(ref), key))
     accepted = cosign_verify(ref, public, tmp_path)
     assert accepted.returncode == 0, accepted.stderr
     assert f"Verification for {registry_ref(ref)}" in accepted.stderr

@@ -9,9 +9,9 @@ import pytest
 
 from lockgate import registry
 from lockgate.errors import VerificationError
-from lockgate.signing import keys, layout, sign, statement, verify
+from lockgate.signing import keys, layout, sign, verify
 from lockgate.signing.policy import KeyPolicy
-from tests.integration.signing_support import client_for, copy_manifest, digest_of, push_artifact
+from tests.integration.signing_support import client_for, copy_manifest, digest_of, key_bundle, push_artifact
 from tests.world.process import free_port
 from tests.world.registry import Registry
 
@@ -126,7 +126,7 @@ def test_cosign_v3_key_bundle_referrer_verifies(registry: Registry, unique: str)
     """cosign v3 writes key signatures as a bundle referrer by default; we read that layout too."""
     ref = push_artifact(registry, unique)
     key = new_key()
-    referrer = sign.attach_bundle(ref, statement.key_bundle(digest_of(ref), key))
+    referrer = sign.attach_bundle(ref, key_bundle(digest_of(ref), key))
     result = verify.verify(ref, policy_for(key))
     assert result.signature == f"bundle {referrer}"
     with pytest.raises(

@@ -11,10 +11,12 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from action.images import policy
 from action.images.policy import AlphabeticalChoice, NumericalChoice, SemverChoice, TagFilter
-from lockgate import cli
+from lockgate import cli, goregex
 from lockgate.errors import ExitCode
 
 #: name: (pattern, tags, the tags Go's MatchString accepts)
@@ -167,3 +169,15 @@ def test_scan_refuses_perl_syntax_naming_file_document_and_field(
         "error parsing regexp: invalid named capture: `(?<!x)y`"
     ) in err
     assert "RE2 syntax" in err  # and it says what to do
+
+
+#: tags built from pieces that matter to ``^.*\.sig$``: the suffix, newlines, non-ASCII text
+_PIECES = st.sampled_from(["a", "1", ".", "s", "i", "g", ".sig", "sig", "\n", "é", "-"])
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.lists(_PIECES, max_size=8).map("".join), max_size=20))
+def test_the_default_exclusion_shortcut_is_exactly_re2(tags: list[str]) -> None:
+    """Flux's default exclusion is a suffix test in ``exclude``; it must agree with RE2 on any text."""
+    by_re2 = [t for t in tags if not goregex.compile(policy.DEFAULT_EXCLUSION_LIST[0]).matches(t)]
+    assert policy.exclude(tags) == by_re2

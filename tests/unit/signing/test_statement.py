@@ -93,11 +93,3 @@ def test_key_bundle_refusals() -> None:
     keyless = {**good, "verificationMaterial": {"certificate": {"rawBytes": ""}}}
     with pytest.raises(VerificationError, match="keyless"):
         statement.verify_key_bundle(keyless, key.public_key(), digest=DIGEST)
-
-
-def test_key_bundle_is_what_cosign_v3_writes_for_a_key() -> None:
-    key = _key()
-    bundle = json.loads(statement.key_bundle(DIGEST, key))
-    assert bundle["mediaType"] == "application/vnd.dev.sigstore.bundle.v0.3+json"
-    assert list(bundle["verificationMaterial"]) == ["publicKey"]
-    statement.verify_key_bundle(bundle, key.public_key(), digest=DIGEST)
