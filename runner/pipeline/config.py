@@ -2,7 +2,8 @@
 
 A Sync document (``apiVersion: lockgate.dev/v1alpha1``, ``kind: Sync``) holds the same
 settings as the flags, in camelCase under ``spec``; ``metadata.name`` is the sync's name.
-Both routes produce ``pipeline.SyncOptions``, so the CLI stays one library call per sync.
+Both routes produce ``reconcile.SyncOptions``, so the CLI stays one library call per sync; the
+verification options become a policy through the shared ``lockgate.signing.options``.
 """
 
 from __future__ import annotations

@@ -9,18 +9,14 @@ compared here with the live object through the shared diff engine (``lockgate.di
 
 from __future__ import annotations
 
-import hashlib
-import json
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from lockgate.diff import fields
 from lockgate.diff.changeset import Action
 from lockgate.diff.fields import FieldChange
 from runner.plan import takeover
-
-if TYPE_CHECKING:
-    from runner.plan.desired import Desired
+from runner.plan.desired import Desired
 
 
 @dataclass(frozen=True)
@@ -44,12 +40,6 @@ def is_subset(desired: Any, live: Any) -> bool:
             and all(is_subset(d, v) for d, v in zip(desired, live, strict=True))
         )
     return bool(desired == live)
-
-
-def content_hash(body: dict[str, Any]) -> str:
-    """A short stable hash of what we send, recorded per member for the no-op fast path."""
-    data = json.dumps(body, sort_keys=True, separators=(",", ":")).encode()
-    return hashlib.sha256(data).hexdigest()[:16]
 
 
 def fast_unchanged(item: Desired, live: dict[str, Any], *, recorded_hash: str, manager: str) -> bool:

@@ -6,12 +6,14 @@ fast path, prune, wait) works on ``Desired`` values and never changes a body aga
 
 from __future__ import annotations
 
+import hashlib
+import json
 from dataclasses import dataclass
 from typing import Any
 
 from lockgate.errors import RenderError
 from lockgate.manifests import K8sObject, ObjectKey
-from runner.plan import applyset, classify, policy
+from runner.plan import applyset, policy
 
 
 @dataclass(frozen=True)
@@ -31,6 +33,12 @@ class Desired:
         return self.api_version.rsplit("/", 1)[-1]
 
 
+def content_hash(body: dict[str, Any]) -> str:
+    """A short stable hash of what we send, recorded per member for the no-op fast path."""
+    data = json.dumps(body, sort_keys=True, separators=(",", ":")).encode()
+    return hashlib.sha256(data).hexdigest()[:16]
+
+
 def prepare(obj: K8sObject, set_id: str) -> Desired:
     """Label the object as a member of the set; read its policy; hash what will be sent.
 
@@ -48,6 +56,6 @@ def prepare(obj: K8sObject, set_id: str) -> Desired:
         key=obj.key,
         body=body,
         policy=policy.policy_of(body, where=f"{obj.key} ({obj.origin})"),
-        hash=classify.content_hash(body),
+        hash=content_hash(body),
         origin=obj.origin,
     )

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from lockgate.diff.changeset import Action
-from runner.plan import classify
+from runner.plan import classify, desired
 
 
 def cm(data: dict[str, str], *, managers: tuple[str, ...] = ("lockgate",)) -> dict[str, Any]:
@@ -58,5 +58,5 @@ def test_is_subset(desired: Any, live: Any, subset: bool) -> None:
 
 
 def test_content_hash_is_stable_and_order_independent() -> None:
-    assert classify.content_hash({"a": 1, "b": 2}) == classify.content_hash({"b": 2, "a": 1})
-    assert classify.content_hash({"a": 1}) != classify.content_hash({"a": 2})
+    assert desired.content_hash({"a": 1, "b": 2}) == desired.content_hash({"b": 2, "a": 1})
+    assert desired.content_hash({"a": 1}) != desired.content_hash({"a": 2})
