@@ -15,7 +15,11 @@ import click
 from action.images import run
 
 _PATH = click.option(
-    "--path", "path", default=".", type=click.Path(file_okay=False, path_type=Path), show_default=True
+    "--path",
+    "path",
+    default=".",
+    type=click.Path(exists=True, file_okay=False, path_type=Path),
+    show_default=True,
 )
 _OUTPUT = click.option("--output", type=click.Choice(["table", "json"]), default="table", show_default=True)
 _PAGE = click.option(

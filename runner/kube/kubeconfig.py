@@ -312,5 +312,15 @@ def load(
         raise UsageError(f"kubeconfig {path} does not exist: check --kubeconfig")
     existing = [f for f in candidates if f.is_file()]
     if not existing:
-        return in_cluster(directory=sa_dir, environ=environ)
+        try:
+            return in_cluster(directory=sa_dir, environ=environ)
+        except UsageError:
+            if not environ.get("KUBECONFIG"):
+                raise
+            # kubectl skips missing files in the list; when every one is missing, say so
+            listed = ", ".join(str(f) for f in candidates) or repr(environ["KUBECONFIG"])
+            raise UsageError(
+                f"none of the files in KUBECONFIG exists ({listed}) and not running in a cluster: "
+                "fix KUBECONFIG or pass --kubeconfig"
+            ) from None
     return select(merge([(f, _read(f)) for f in existing]), context)

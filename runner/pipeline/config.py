@@ -19,7 +19,6 @@ from runner.pipeline import source
 from runner.pipeline.reconcile import SyncOptions
 from runner.plan import prune_plan
 
-FLAGS, FIELDS = source.FLAGS, source.FIELDS
 API_VERSION = "lockgate.dev/v1alpha1"
 _DURATION = re.compile(r"^(?:(\d+(?:\.\d+)?)h)?(?:(\d+(?:\.\d+)?)m(?!s))?(?:(\d+(?:\.\d+)?)s)?$")
 
@@ -41,7 +40,7 @@ def sync_options(
     name: str,
     url: str,
     verify: VerifyOptions,
-    spelling: Spelling = FLAGS,
+    spelling: Spelling = source.FLAGS,
     semver: str | None = None,
     path: str | None = None,
     namespace: str | None = None,
@@ -115,7 +114,7 @@ def from_document(doc: dict[str, Any], where: str, *, dry_run: bool) -> SyncOpti
         return sync_options(
             name=name,
             url=spec["url"],
-            spelling=FIELDS,
+            spelling=source.FIELDS,
             verify=options,
             prune=bool(spec.get("prune", False)),
             wait=bool(spec.get("wait", False)),

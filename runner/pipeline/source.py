@@ -106,7 +106,7 @@ def _pin(spec: SourceSpec, ref: registry.Reference, client: registry.RegistryCli
             f"no verification policy for {ref}: set {s.key}, or {s.identity} and {s.issuer}, "
             f"or {s.insecure_skip} to apply unsigned artifacts (not recommended)"
         )
-    return client.resolve(ref), "nobody (--insecure-skip-verify)"
+    return client.resolve(ref), f"nobody ({spec.spelling.insecure_skip})"
 
 
 def render_objects(root: Path, path: str | None) -> list[K8sObject]:

@@ -322,3 +322,9 @@ def test_v1beta1_defaults_to_if_available(tmp_path: Path) -> None:
     spec = {"apiVersion": "client.authentication.k8s.io/v1beta1", "command": "p"}
     found = kubeconfig.load(one_file(tmp_path, {"exec": spec}))
     assert found.exec is not None and found.exec.interactive_mode == "IfAvailable"
+
+
+def test_a_kubeconfig_list_of_missing_files_says_so(tmp_path: Path) -> None:
+    missing = f"{tmp_path / 'a'}{os.pathsep}{tmp_path / 'b'}"
+    with pytest.raises(UsageError, match=r"none of the files in KUBECONFIG exists .*/a, .*/b"):
+        kubeconfig.load(None, environ={"KUBECONFIG": missing, "HOME": str(tmp_path)}, sa_dir=tmp_path / "sa")

@@ -44,6 +44,16 @@ def test_sync_documents(tmp_path: Path) -> None:
     assert (db.name, db.source.semver, db.prune) == ("db", ">=1.0.0", False)
 
 
+def _one_sync(tmp_path: Path, verify: str) -> Path:
+    """A file holding one Sync ``web`` whose ``spec.verify`` is ``verify`` (flow YAML)."""
+    path = tmp_path / "syncs.yaml"
+    path.write_text(
+        "apiVersion: lockgate.dev/v1alpha1\nkind: Sync\nmetadata: {name: web}\n"
+        f"spec:\n  url: oci://127.0.0.1:5000/web\n  verify: {verify}\n"
+    )
+    return path
+
+
 def test_sync_document_errors_name_the_file_and_line(tmp_path: Path) -> None:
     path = tmp_path / "syncs.yaml"
     path.write_text("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n")
@@ -52,21 +62,14 @@ def test_sync_document_errors_name_the_file_and_line(tmp_path: Path) -> None:
 
 
 def test_sync_policy_errors_name_the_file_line_and_field(tmp_path: Path) -> None:
-    path = tmp_path / "syncs.yaml"
-    path.write_text(
-        "apiVersion: lockgate.dev/v1alpha1\nkind: Sync\nmetadata: {name: web}\n"
-        "spec:\n  url: oci://127.0.0.1:5000/web\n  verify: {identity: me, insecureSkip: true}\n"
-    )
+    path = _one_sync(tmp_path, "{identity: me, insecureSkip: true}")
     with pytest.raises(UsageError, match=r"syncs.yaml:1: spec.verify.insecureSkip cannot be combined"):
         config.load(path)
 
 
 def test_sync_verify_regexp_is_go_syntax_and_errors_name_the_field(tmp_path: Path) -> None:
-    path = tmp_path / "syncs.yaml"
-    path.write_text(
-        "apiVersion: lockgate.dev/v1alpha1\nkind: Sync\nmetadata: {name: web}\n"
-        "spec:\n  url: oci://127.0.0.1:5000/web\n"
-        "  verify: {identityRegexp: '^https://github\\.com/(?=acme)', issuer: https://issuer.test}\n"
+    path = _one_sync(
+        tmp_path, "{identityRegexp: '^https://github\\.com/(?=acme)', issuer: https://issuer.test}"
     )
     with pytest.raises(UsageError) as caught:
         config.load(path)
@@ -77,12 +80,7 @@ def test_sync_verify_regexp_is_go_syntax_and_errors_name_the_field(tmp_path: Pat
 
 
 def test_sync_verify_identity_regexp_matches_the_whole_value_with_go_classes(tmp_path: Path) -> None:
-    path = tmp_path / "syncs.yaml"
-    path.write_text(
-        "apiVersion: lockgate.dev/v1alpha1\nkind: Sync\nmetadata: {name: web}\n"
-        "spec:\n  url: oci://127.0.0.1:5000/web\n"
-        "  verify: {identityRegexp: '[[:alpha:]]+@example\\.com', issuer: https://issuer.test}\n"
-    )
+    path = _one_sync(tmp_path, "{identityRegexp: '[[:alpha:]]+@example\\.com', issuer: https://issuer.test}")
     (sync,) = config.load(path)
     policy = sync.source.policy
     assert isinstance(policy, KeylessPolicy)
