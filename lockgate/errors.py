@@ -24,6 +24,8 @@ class ExitCode(IntEnum):
     REGISTRY = 9
     PARTIAL = 10
     CLUSTER = 11
+    #: a pass stopped before its next write: the runner is shutting down or lost the sync's Lease
+    ABANDONED = 12
     NOT_IMPLEMENTED = 69
 
 
@@ -72,6 +74,16 @@ class ClusterError(LockgateError):
     """
 
     exit_code = ExitCode.CLUSTER
+
+
+class Abandoned(LockgateError):
+    """A pass stopped before its next write (shutdown, or its Lease went to another replica).
+
+    Nothing is half-written: the inventory already holds the union of old and new members,
+    so the next pass, wherever it runs, converges.
+    """
+
+    exit_code = ExitCode.ABANDONED
 
 
 class HealthError(LockgateError):

@@ -9,7 +9,8 @@ lazy per group-version. Safe to share between the pass's threads. Build it with
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import copy
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -38,6 +39,19 @@ class Kube:
     def __init__(self, transport: Transport) -> None:
         self.transport = transport
         self.discovery = Discovery(self._discover)
+        self._guard: Callable[[], None] | None = None
+
+    def guarded(self, guard: Callable[[], None]) -> Kube:
+        """A view sharing this client's connection and discovery that calls ``guard`` before
+        every write (apply, patch, create, delete); ``guard`` raises to stop the write, e.g.
+        when the pass's Lease was lost or the runner is shutting down."""
+        view = copy.copy(self)
+        view._guard = guard
+        return view
+
+    def _before_write(self) -> None:
+        if self._guard is not None:
+            self._guard()
 
     @classmethod
     def from_kubeconfig(cls, path: Path | None = None, *, context: str | None = None, pool: int = 16) -> Kube:
@@ -126,6 +140,8 @@ class Kube:
         self, res: Resource, body: dict[str, Any], *, manager: str, force: bool = True, dry_run: bool = False
     ) -> tuple[bool, dict[str, Any]]:
         """Server-side apply; returns (created, object). The server answers 201 when it created."""
+        if not dry_run:
+            self._before_write()
         metadata = body["metadata"]
         params = {"fieldManager": manager, "force": "true" if force else "false"}
         if dry_run:
@@ -144,6 +160,7 @@ class Kube:
     def json_patch(
         self, res: Resource, namespace: str, name: str, ops: list[dict[str, Any]]
     ) -> dict[str, Any]:
+        self._before_write()
         response = self.transport.request(
             "PATCH",
             res.path(namespace, name),
@@ -155,6 +172,7 @@ class Kube:
         return dict(response.json())
 
     def create(self, res: Resource, namespace: str, body: dict[str, Any]) -> dict[str, Any]:
+        self._before_write()
         response = self.transport.request(
             "POST", res.path(namespace), body=body, resource=res, namespace=namespace
         )
@@ -162,6 +180,7 @@ class Kube:
 
     def delete(self, res: Resource, namespace: str, name: str, *, propagation: str = "Background") -> bool:
         """Delete; False when it was already gone."""
+        self._before_write()
         try:
             self.transport.request(
                 "DELETE",

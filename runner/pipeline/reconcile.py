@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import re
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from lockgate.diff.changeset import Action, ChangeSet
-from lockgate.errors import ClusterError, LockgateError, RenderError, UsageError
+from lockgate.errors import Abandoned, ClusterError, LockgateError, RenderError, UsageError
 from lockgate.manifests import K8sObject
 from runner.inventory import events, store
 from runner.kube.client import Kube
@@ -35,6 +36,30 @@ _NAME = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 
 
 @dataclass(frozen=True)
+class Schedule:
+    """When ``serve`` runs a sync (Flux's Kustomization timing fields, in seconds)."""
+
+    interval: float = 300.0
+    #: after a failure; None means ``interval``; doubled per consecutive failure, capped at interval
+    retry_interval: float | None = None
+    #: full pull-verify-apply while the digest is unchanged (drift correction)
+    drift_interval: float = 3600.0
+    #: names of syncs that must be applied and healthy first
+    depends_on: tuple[str, ...] = ()
+    suspend: bool = False
+
+
+@dataclass(frozen=True)
+class ObjectRef:
+    """An extra object to wait for (``spec.healthChecks``), as Flux's ``NamespacedObjectKindReference``."""
+
+    api_version: str
+    kind: str
+    name: str
+    namespace: str = ""
+
+
+@dataclass(frozen=True)
 class SyncOptions:
     name: str
     source: source.SourceSpec
@@ -47,6 +72,10 @@ class SyncOptions:
     dry_run: bool = False
     prune_options: prune_plan.PruneOptions = field(default_factory=prune_plan.PruneOptions)
     concurrency: int = 8
+    schedule: Schedule = field(default_factory=Schedule)
+    health_checks: tuple[ObjectRef, ...] = ()
+    #: "none" or "onHealthFailure"
+    rollback: str = "none"
 
 
 def runner_namespace(explicit: str | None) -> str:
@@ -176,8 +205,8 @@ class Pass:
         self.result.health = {str(k): h for k, h in report.items()}
 
     def record_failure(self, error: LockgateError) -> None:
-        if self.options.dry_run or isinstance(error, ClusterError):
-            return  # nothing changed, or the cluster cannot take the record anyway
+        if self.options.dry_run or isinstance(error, ClusterError | Abandoned):
+            return  # nothing changed, the cluster cannot take the record, or we may not write
         self.inventory.last_result = {"status": "Failed", "summary": error.message.splitlines()[0][:300]}
         try:
             if self.inventory.exists:
@@ -189,11 +218,18 @@ class Pass:
             events.emit(self.kube, self.inventory, warning=True, reason=reason, message=error.message)
 
 
-def reconcile(options: SyncOptions, *, kube: Kube | None = None, kubeconfig: Path | None = None) -> Result:
+def reconcile(
+    options: SyncOptions,
+    *,
+    kube: Kube | None = None,
+    kubeconfig: Path | None = None,
+    guard: Callable[[], None] | None = None,
+) -> Result:
     """Run one pass; never raises ``LockgateError`` (it is in ``Result.error``).
 
     ``kube`` is a client to reuse (a long-running runner keeps one); else one is built from
-    ``kubeconfig``, ``$KUBECONFIG`` or the in-cluster service account.
+    ``kubeconfig``, ``$KUBECONFIG`` or the in-cluster service account. ``guard`` is called
+    before every write and raises ``Abandoned`` to stop the pass there (shutdown, Lease lost).
     """
     started = time.monotonic()
     result = Result(name=options.name, dry_run=options.dry_run)
@@ -209,7 +245,7 @@ def reconcile(options: SyncOptions, *, kube: Kube | None = None, kubeconfig: Pat
                 f"{fetched.url}{'/' + options.source.path if options.source.path else ''} holds no objects"
             )
         client = client or Kube.from_kubeconfig(kubeconfig, pool=options.concurrency + 4)
-        run = Pass(client, options, result)
+        run = Pass(client if guard is None else client.guarded(guard), options, result)
         try:
             run.run(fetched.objects)
         except LockgateError as exc:
