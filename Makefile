@@ -9,7 +9,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 PYTEST_ARGS ?=
 
-.PHONY: setup system-packages python-env binaries test lint unit demo world bench clean
+.PHONY: setup system-packages python-env binaries bench-binaries test lint unit demo world bench clean
 
 setup: system-packages python-env binaries
 
@@ -43,6 +43,11 @@ python-env: $(STAMP)
 binaries: python-env
 	@$(PY) -m tests.world.binaries >/dev/null
 
+# Flux's source-controller and kustomize-controller (the peers of `lockgate serve` in
+# bench/bench_serve.py), at the versions Flux v2.9.5 ships; built for `make bench` only.
+bench-binaries: binaries
+	@$(PY) -m tests.world.binaries --bench >/dev/null
+
 lint: python-env
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/mypy
@@ -57,7 +62,7 @@ demo: setup
 world: setup
 	$(PY) -m tests.world
 
-bench: setup
+bench: setup bench-binaries
 	$(PY) -m bench.run
 
 clean:

@@ -20,7 +20,7 @@ from typing import Any
 
 import yaml
 
-from bench.common import BenchResult, run_measured
+from bench.common import BenchResult, push_objects, run_measured
 from tests.world import binaries
 from tests.world.world import World
 
@@ -78,27 +78,6 @@ def _run(argv: list[str], env: dict[str, str] | None = None) -> tuple[float, int
     return measured.seconds, measured.rss_kib, measured.stdout, measured.stderr
 
 
-def _push(world: World, repo: str, tag: str, docs: list[dict[str, Any]]) -> str:
-    from lockgate import registry
-    from lockgate.artifact import manifest, pack
-
-    with tempfile.TemporaryDirectory() as tmp:
-        root = Path(tmp) / "src"
-        root.mkdir()
-        (root / "objects.yaml").write_text(yaml.safe_dump_all(docs))
-        layer = pack.pack(root, Path(tmp) / "layer.tgz")
-        built = manifest.build(layer.digest, layer.size, {})
-        ref = registry.parse(world.registry.oci(repo, f":{tag}"))
-        client = registry.RegistryClient.for_reference(ref)
-        client.upload_blob(
-            repo, built.config_blob, digest=built.manifest.config.digest, size=len(built.config_blob)
-        )
-        with open(layer.path, "rb") as stream:
-            client.upload_blob(repo, stream, digest=layer.digest, size=layer.size)
-        digest = client.put_manifest(repo, tag, built.content, built.manifest.media_type)
-    return world.registry.oci(repo, f"@{digest}")
-
-
 def _warm_up(world: World, kubectl: str) -> None:
     """Both tools apply a small set first, unmeasured: the first requests of each kind after the
     world starts (controllers syncing, the API server building its apply machinery) are slow,
@@ -107,7 +86,7 @@ def _warm_up(world: World, kubectl: str) -> None:
     cluster = world.cluster
     for ns in ("bench-warm-lg", "bench-warm-kc"):
         cluster.kubectl("create", "namespace", ns, check=False)
-    url = _push(world, "bench/warm", "w", objects(60, "bench-warm-lg", revision=1))
+    url = push_objects(world, "bench/warm", "w", objects(60, "bench-warm-lg", revision=1))
     flags = ["--name", "bench-warm", "-n", "bench-warm-lg", "--insecure-skip-verify"]
     _run([sys.executable, "-m", "lockgate", "reconcile", url, *flags, f"--kubeconfig={cluster.kubeconfig}"])
     with tempfile.NamedTemporaryFile("w", suffix=".yaml") as manifest:
@@ -136,7 +115,7 @@ def run(world: World, sizes: tuple[int, ...] = SIZES) -> list[BenchResult]:
             for index, (scenario, template, goal) in enumerate(scenarios):
                 text = yaml.safe_dump_all(template)
                 mine = yaml.safe_load_all(text.replace("{ns}", ours_ns))
-                url = _push(world, f"bench/reconcile-{n}", f"s{index}", list(mine))
+                url = push_objects(world, f"bench/reconcile-{n}", f"s{index}", list(mine))
                 ours_s, ours_rss, out, _ = _run(
                     [
                         sys.executable,

@@ -15,6 +15,12 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import yaml
+
+if TYPE_CHECKING:
+    from tests.world.world import World
 
 
 @dataclass
@@ -28,6 +34,8 @@ class BenchResult:
     peer_seconds: float
     goal: str = ""
     extra: dict[str, object] = field(default_factory=dict)
+    #: what ``ours_seconds`` and ``peer_seconds`` hold when not seconds ("% core", "MB", "/min")
+    unit: str = "s"
 
     @property
     def ratio(self) -> float:
@@ -100,15 +108,41 @@ def run_command(argv: Sequence[str], *, env: dict[str, str] | None = None) -> tu
 
 
 def markdown_table(results: Sequence[BenchResult]) -> list[str]:
-    """The rows of one results table, shared by ``make bench`` and standalone benchmark runs."""
+    """The rows of one results table, shared by ``make bench`` and standalone benchmark runs.
+
+    Values are seconds unless the row names another unit.
+    """
     lines = [
-        "| benchmark | scenario | lockgate (s) | peer | peer (s) | ratio | goal | notes |",
+        "| benchmark | scenario | lockgate | peer | peer's | ratio | goal | notes |",
         "|---|---|---:|---|---:|---:|---|---|",
     ]
     for r in results:
         notes = ", ".join(f"{k}={v}" for k, v in r.extra.items())
         lines.append(
-            f"| {r.benchmark} | {r.scenario} | {r.ours_seconds:.3f} | {r.peer} | {r.peer_seconds:.3f} "
-            f"| {r.ratio:.2f} | {r.goal} | {notes} |"
+            f"| {r.benchmark} | {r.scenario} | {r.ours_seconds:.3f} {r.unit} | {r.peer} "
+            f"| {r.peer_seconds:.3f} {r.unit} | {r.ratio:.2f} | {r.goal} | {notes} |"
         )
     return lines
+
+
+def push_objects(world: World, repo: str, tag: str, docs: Sequence[dict[str, Any]]) -> str:
+    """Pack ``docs`` as one ``objects.yaml`` the way lockgate packs, push it as ``repo:tag``;
+    return the ``oci://`` URL pinned by digest."""
+    from lockgate import registry
+    from lockgate.artifact import manifest, pack
+
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp) / "src"
+        root.mkdir()
+        (root / "objects.yaml").write_text(yaml.safe_dump_all(docs))
+        layer = pack.pack(root, Path(tmp) / "layer.tgz")
+        built = manifest.build(layer.digest, layer.size, {})
+        ref = registry.parse(world.registry.oci(repo, f":{tag}"))
+        client = registry.RegistryClient.for_reference(ref)
+        client.upload_blob(
+            repo, built.config_blob, digest=built.manifest.config.digest, size=len(built.config_blob)
+        )
+        with open(layer.path, "rb") as stream:
+            client.upload_blob(repo, stream, digest=layer.digest, size=layer.size)
+        digest = client.put_manifest(repo, tag, built.content, built.manifest.media_type)
+    return world.registry.oci(repo, f"@{digest}")

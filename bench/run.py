@@ -50,8 +50,8 @@ def main() -> int:
             module = importlib.import_module(f"bench.{name}")
             for result in module.run(world):
                 print(
-                    f"  {result.scenario}: ours {result.ours_seconds:.3f}s, {result.peer} "
-                    f"{result.peer_seconds:.3f}s, ratio {result.ratio:.2f}",
+                    f"  {result.scenario}: ours {result.ours_seconds:.3f} {result.unit}, {result.peer} "
+                    f"{result.peer_seconds:.3f} {result.unit}, ratio {result.ratio:.2f}",
                     flush=True,
                 )
                 results.append(result)

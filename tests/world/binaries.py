@@ -24,7 +24,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from tests.world.errors import WorldSetupError, log_tail
-from tests.world.pins import COMPONENTS, GoComponent
+from tests.world.pins import BENCH_COMPONENTS, COMPONENTS, GoComponent
 
 _REPLACE_LINE = re.compile(r"^\s*(\S+)(?:\s+(\S+))?\s+=>\s+(\S+)(?:\s+(\S+))?\s*$")
 
@@ -46,7 +46,8 @@ def _spec_hash(component: GoComponent) -> str:
         }
         # only components that have an overlay carry it in their key, so adding the field
         # did not invalidate every cached build
-        | ({"overlay": component.overlay} if component.overlay else {}),
+        | ({"overlay": component.overlay} if component.overlay else {})
+        | ({"substitutes": component.substitutes} if component.substitutes else {}),
         sort_keys=True,
     )
     return hashlib.sha256(spec.encode()).hexdigest()[:16]
@@ -94,8 +95,13 @@ def module_dir(name: str) -> Path:
 
 
 def ensure(*names: str) -> dict[str, Path]:
-    """Build the named components (all when none given) unless cached; return their bin dirs."""
-    selected = [COMPONENTS[n] for n in (names or tuple(COMPONENTS))]
+    """Build the named components unless cached; return their bin dirs.
+
+    With no names: every component the world needs (not the bench-only peers, which
+    ``make bench`` names).
+    """
+    default = tuple(n for n, c in COMPONENTS.items() if not c.bench_only)
+    selected = [COMPONENTS[n] for n in (names or default)]
     result: dict[str, Path] = {}
     for component in selected:
         if not _is_built(component):
@@ -200,6 +206,8 @@ def _wrapper_gomod(component: GoComponent, upstream_gomod: str) -> str:
             lines.append(f"replace {lhs} => {old} {component.staging_version}")
         else:
             lines.append(f"replace {lhs} => {new} {new_ver or ''}".rstrip())
+    for module, wanted, served in component.substitutes:
+        lines.append(f"replace {module} {wanted} => {module} {served}")
     return "\n".join(lines) + "\n"
 
 
@@ -287,8 +295,10 @@ def _last_json(log: Path) -> dict[str, object]:
 
 
 def main(argv: list[str]) -> int:
+    """``python -m tests.world.binaries [NAME...]``; ``--bench``: the benchmarks' peers only."""
+    names = list(BENCH_COMPONENTS) if argv == ["--bench"] else argv
     try:
-        dirs = ensure(*argv)
+        dirs = ensure(*names)
     except WorldSetupError as exc:
         print(f"world: {exc}", file=sys.stderr)
         return 1

@@ -30,6 +30,11 @@ class GoComponent:
     skip_replaces: tuple[str, ...] = field(default=())
     #: files of the module replaced at build time (path inside the module -> Go source)
     overlay: tuple[tuple[str, str], ...] = ()
+    #: built only when named (``make bench``), not by ``make setup``/``make test``
+    bench_only: bool = False
+    #: (module, version upstream requires, version built instead): for a dependency version
+    #: the proxy refuses ("not available"); each one is named in the component's comment
+    substitutes: tuple[tuple[str, str, str], ...] = ()
 
     @property
     def key(self) -> str:
@@ -194,5 +199,41 @@ COMPONENTS: dict[str, GoComponent] = {
             # between two worlds): this build binds them to loopback on a free port
             overlay=(("pkg/server/prometheus.go", _TSA_METRICS_ON_LOOPBACK),),
         ),
+        # the peer of ``lockgate serve`` in bench/bench_serve.py: the two controllers Flux
+        # v2.9.5 ships for OCIRepository + Kustomization (flux2's manifests/bases name
+        # source-controller v1.9.5 and kustomize-controller v1.9.5). Their go.mod replaces
+        # ./api with the local directory, which the module zip lacks: the staging version
+        # points it at the published api module of the same release. CRDs come from the
+        # same modules (config/crd/bases).
+        GoComponent(
+            name="source-controller",
+            module="github.com/fluxcd/source-controller",
+            version="v1.9.5",
+            programs={"source-controller": "github.com/fluxcd/source-controller"},
+            staging_version="v1.9.5",
+            bench_only=True,
+            # the proxy answers 403 "This module version is not available" for
+            # github.com/fluxcd/pkg/artifact v0.18.2 and v0.18.3 (the artifact server and
+            # storage): v0.18.1 stands in; in fluxcd/pkg no Go file under artifact/ changed
+            # after v0.18.1 (only go.mod requirements, which source-controller's own go.mod
+            # already pins). Two test files import github.com/fluxcd/pkg/helmtestserver
+            # v0.40.2, also refused, and `go mod tidy` resolves tests: they are emptied.
+            substitutes=(("github.com/fluxcd/pkg/artifact", "v0.18.3", "v0.18.1"),),
+            overlay=tuple(
+                (f"internal/controller/{name}_controller_test.go", "package controller\n")
+                for name in ("helmchart", "helmrepository")
+            ),
+        ),
+        GoComponent(
+            name="kustomize-controller",
+            module="github.com/fluxcd/kustomize-controller",
+            version="v1.9.5",
+            programs={"kustomize-controller": "github.com/fluxcd/kustomize-controller"},
+            staging_version="v1.9.5",
+            bench_only=True,
+        ),
     )
 }
+
+#: the components ``make bench`` builds on top of the world's
+BENCH_COMPONENTS = tuple(name for name, c in COMPONENTS.items() if c.bench_only)
