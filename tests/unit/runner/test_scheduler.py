@@ -38,7 +38,7 @@ class World:
         self.lock = threading.Lock()
         self.active = 0
         self.max_active = 0
-        self.before_run: Callable[[str, Callable[[], None]], None] = lambda name, guard: None
+        self.before_run: Callable[[str, Callable[[], None]], object] = lambda name, guard: None
         self.fail: set[str] = set()
 
     def check(self, options: SyncOptions) -> str:
