@@ -13,7 +13,7 @@ from pathlib import Path
 
 import click
 
-from lockgate.errors import LockgateError, UsageError
+from lockgate.errors import Abandoned, LockgateError, UsageError
 from lockgate.signing.options import VerifyOptions
 from runner.pipeline import config, report
 from runner.pipeline import reconcile as pipeline
@@ -121,3 +121,47 @@ def reconcile(
     failed: LockgateError | None = next((r.error for r in results if r.error is not None), None)
     if failed is not None:
         raise failed
+
+
+@click.command("serve")
+@click.option(
+    "--config",
+    "config_path",
+    required=True,
+    type=click.Path(path_type=Path),
+    help="A file of Sync documents and at most one Runner document; reloaded when it changes.",
+)
+@click.option(
+    "--kubeconfig", type=click.Path(path_type=Path), help="Kubeconfig (default $KUBECONFIG, in-cluster)."
+)
+@click.option(
+    "--log-format",
+    type=click.Choice(["text", "json"]),
+    help="One line per event, as text or JSON (default: the Runner document's logFormat, else text).",
+)
+@click.option("--identity", help="This replica's name in Leases (default $POD_NAME, else host and pid).")
+@click.option(
+    "--grace-period",
+    default="25s",
+    show_default=True,
+    help="How long SIGTERM waits for running passes (keep it under terminationGracePeriodSeconds).",
+)
+def serve(
+    config_path: Path,
+    kubeconfig: Path | None,
+    log_format: str | None,
+    identity: str | None,
+    grace_period: str,
+) -> None:
+    """Keep every Sync converged: passes on intervals, webhooks, health and metrics."""
+    from runner.serve import service
+
+    clean = service.run(
+        config_path,
+        kubeconfig=kubeconfig,
+        log_format=log_format,
+        identity=identity,
+        grace=config.parse_duration(grace_period),
+    )
+    if not clean:
+        raise Abandoned("a pass was still running at the end of the grace period; the next pass converges")

@@ -62,6 +62,11 @@ class RegistryClient:
     def host(self) -> str:
         return self.transport.host
 
+    @property
+    def counts(self) -> dict[str, int]:
+        """Requests sent so far per lower-case HTTP verb (``head``, ``get``, ``put``...), a copy."""
+        return self.transport.counted()
+
     def head_manifest(self, repo: str, ref: str) -> str | None:
         """The digest ``ref`` points to, or None when the registry does not know it."""
         response = self.transport.request(

@@ -3,8 +3,9 @@
 ``Transport.request`` chooses http or https, answers Basic and Bearer challenges (anonymous
 tokens too), retries connection failures, 429 and 5xx with backoff while honouring
 ``Retry-After``, and rewinds seekable request bodies between attempts so large blobs are
-streamed from disk, never held in memory. Errors name the host and what was attempted,
-never the credentials.
+streamed from disk, never held in memory. Every request sent (each attempt, token fetches
+too) is counted by lower-case HTTP verb in ``counts``, so a long-running runner can report
+its registry traffic. Errors name the host and what was attempted, never the credentials.
 """
 
 from __future__ import annotations
@@ -12,7 +13,9 @@ from __future__ import annotations
 import base64
 import email.utils
 import re
+import threading
 import time
+from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import IO, Any
@@ -86,6 +89,17 @@ class Transport:
         self.session.headers["User-Agent"] = f"lockgate/{__version__}"
         self._basic = False
         self._tokens: dict[str, str] = {}
+        self.counts: Counter[str] = Counter()
+        self._count_lock = threading.Lock()
+
+    def counted(self) -> dict[str, int]:
+        """A copy of ``counts`` (requests sent per lower-case verb), safe while other threads send."""
+        with self._count_lock:
+            return dict(self.counts)
+
+    def _count(self, method: str) -> None:
+        with self._count_lock:
+            self.counts[method.lower()] += 1
 
     def request(
         self,
@@ -106,6 +120,7 @@ class Transport:
         while True:
             if start is not None and not isinstance(data, bytes) and data is not None:
                 data.seek(start)
+            self._count(method)
             try:
                 response = self.session.request(
                     method,
@@ -177,9 +192,11 @@ class Transport:
                     "refresh_token": creds.secret,
                     "client_id": "lockgate",
                 }
+                self._count("POST")
                 reply = self.session.post(realm, data=form, timeout=self.timeout)
             else:
                 auth = (creds.username, creds.secret) if creds is not None else None
+                self._count("GET")
                 reply = self.session.get(realm, params=query, auth=auth, timeout=self.timeout)
         except (requests.ConnectionError, requests.Timeout) as exc:
             raise RegistryError(f"cannot reach the token service of {self.host}: {_reason(exc)}") from None

@@ -77,6 +77,10 @@ class Kube:
         """Requests sent so far, per verb (get, list, watch, create, patch, delete...)."""
         return dict(self.transport.counts)
 
+    def version(self) -> dict[str, Any]:
+        """``GET /version``: the cheapest request that proves the API server answers."""
+        return dict(self.transport.request("GET", "/version", what="version").json())
+
     # ---- discovery -----------------------------------------------------------------
     def _discover(self, path: str) -> dict[str, Any] | None:
         try:

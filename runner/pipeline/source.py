@@ -149,3 +149,11 @@ def fetch(spec: SourceSpec, *, client: registry.RegistryClient | None = None) ->
         verified_by=signer,
         objects=objects,
     )
+
+
+def current_digest(spec: SourceSpec, client: registry.RegistryClient) -> str:
+    """The digest the source points to now: one HEAD for a tag, a tag list and a HEAD for semver.
+
+    The cheap check ``serve`` makes between full passes; nothing is pulled or verified.
+    """
+    return client.resolve(resolve(spec, client))

@@ -28,6 +28,10 @@ class Process:
     name: str
     popen: subprocess.Popen[bytes]
     log: Path
+    #: how it was started, so a fault test can stop it and start it again (``restart``)
+    argv: tuple[str, ...] = ()
+    env: Mapping[str, str] | None = None
+    cwd: Path | None = None
 
     @property
     def pid(self) -> int:
@@ -58,6 +62,18 @@ class Process:
             self.popen.wait(timeout)
 
 
+    def kill(self) -> None:
+        """SIGKILL, no clean-up: what a crash or the OOM killer does."""
+        if self.alive():
+            os.killpg(self.popen.pid, signal.SIGKILL)
+            self.popen.wait(10)
+
+    def restart(self) -> None:
+        """Stop and start the same command again (same log, same ports)."""
+        self.stop()
+        self.popen = start(self.name, self.argv, log=self.log, env=self.env, cwd=self.cwd).popen
+
+
 def start(
     name: str,
     argv: Sequence[str | Path],
@@ -85,7 +101,7 @@ def start(
         raise WorldSetupError(f"cannot start {name} ({argv[0]}): {exc}") from exc
     finally:
         out.close()
-    return Process(name=name, popen=popen, log=log)
+    return Process(name=name, popen=popen, log=log, argv=tuple(str(a) for a in argv), env=env, cwd=cwd)
 
 
 def wait_until(

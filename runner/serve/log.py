@@ -1,0 +1,56 @@
+"""Structured logs for ``serve``: one line per event, as text or JSON (``--log-format``).
+
+Events carry their fields as ``logging`` extras (``sync``, ``revision``, ``digest``,
+``outcome``, ``seconds``, ``reason``...); the JSON form is one object per line, the way
+Flux's controllers log, so log pipelines can filter by sync.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import sys
+import time
+from typing import Any
+
+#: attributes every LogRecord has; anything else on a record is an event field
+_STANDARD = set(vars(logging.LogRecord("", 0, "", 0, "", None, None))) | {"message", "asctime", "taskName"}
+
+
+def fields_of(record: logging.LogRecord) -> dict[str, Any]:
+    return {k: v for k, v in vars(record).items() if k not in _STANDARD and not k.startswith("_")}
+
+
+class JsonFormatter(logging.Formatter):
+    def format(self, record: logging.LogRecord) -> str:
+        doc: dict[str, Any] = {
+            "ts": time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(record.created))
+            + f".{int(record.msecs):03d}Z",
+            "level": record.levelname.lower(),
+            "logger": record.name,
+            "msg": record.getMessage(),
+            **fields_of(record),
+        }
+        if record.exc_info:
+            doc["error"] = self.formatException(record.exc_info)
+        return json.dumps(doc, default=str, separators=(",", ":"))
+
+
+class TextFormatter(logging.Formatter):
+    def format(self, record: logging.LogRecord) -> str:
+        stamp = time.strftime("%H:%M:%S", time.localtime(record.created))
+        extra = " ".join(f"{k}={v}" for k, v in fields_of(record).items())
+        line = f"{stamp} {record.levelname.lower():5} {record.getMessage()}" + (f"  {extra}" if extra else "")
+        if record.exc_info:
+            line += "\n" + self.formatException(record.exc_info)
+        return line
+
+
+def configure(log_format: str, *, level: int = logging.INFO) -> None:
+    """Send lockgate's logs to stderr in ``log_format`` (``text`` or ``json``)."""
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(JsonFormatter() if log_format == "json" else TextFormatter())
+    root = logging.getLogger("lockgate")
+    root.handlers[:] = [handler]
+    root.setLevel(level)
+    root.propagate = False

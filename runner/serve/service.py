@@ -1,0 +1,421 @@
+"""``lockgate serve``: the scheduler, the HTTP endpoints, the Leases and the reloads, wired together.
+
+One process: the scheduler's pool runs passes (``pipeline.reconcile``) on one shared
+Kubernetes client; registry clients are kept per host and credentials so the cheap checks
+reuse their connections. A housekeeping thread reloads the configuration when the file's
+bytes change (a mounted ConfigMap changes by symlink swap, so the file is re-read rather
+than watched for events), renews this replica's membership, checks that the API server
+answers (for ``/readyz``) and moves request counts into the metrics. A watch per runner
+namespace turns ``lockgate.dev/requestedAt`` annotations into requested passes.
+
+``stop`` (SIGTERM) stops taking work, lets running passes end at their next write
+(``Abandoned``; the inventory already holds the union, so nothing is half-written),
+releases Leases, leaves the membership and stops the HTTP servers, inside the grace period.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import signal
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from lockgate import registry
+from lockgate.errors import Abandoned, LockgateError
+from runner.inventory import requested, store
+from runner.kube.client import Kube
+from runner.kube.discovery import SECRET
+from runner.pipeline import config as config_mod
+from runner.pipeline import reconcile as pipeline
+from runner.pipeline import source
+from runner.pipeline.result import Result
+from runner.serve import leases
+from runner.serve import log as log_mod
+from runner.serve.http import HttpServers, build_app
+from runner.serve.metrics import Metrics
+from runner.serve.scheduler import Outcome, Scheduler
+
+log = logging.getLogger("lockgate.serve")
+
+RELOAD_EVERY = 2.0
+READY_EVERY = 10.0
+HEARTBEAT_EVERY = 30.0
+TOKEN_CACHE_SECONDS = 30.0
+DEFAULT_GRACE = 25.0
+
+
+@dataclass
+class Health:
+    """What ``/readyz`` answers: the configuration is loaded and the API server answers."""
+
+    api_ok: bool = False
+    api_reason: str = "the API server has not been checked yet"
+    reload_error: str = ""
+
+
+class Service:
+    def __init__(
+        self,
+        config_path: Path,
+        *,
+        kubeconfig: Path | None = None,
+        identity: str | None = None,
+        grace: float = DEFAULT_GRACE,
+        leases_enabled: bool = True,
+    ) -> None:
+        self.config_path = config_path
+        self.config = config_mod.load(config_path)
+        self.grace = grace
+        settings = self.config.runner
+        self.namespace = pipeline.runner_namespace(settings.namespace)
+        passes = settings.concurrency
+        self.kube = Kube.from_kubeconfig(kubeconfig, pool=passes * 8 + 8)
+        self.metrics = Metrics()
+        self.health = Health()
+        self.identity = identity or leases.default_identity()
+        self.keeper = leases.LeaseKeeper(self.kube, identity=self.identity) if leases_enabled else None
+        self.membership = (
+            leases.Membership(self.kube, namespace=self.namespace, identity=self.identity)
+            if leases_enabled
+            else None
+        )
+        self.scheduler = Scheduler(
+            check=self._check,
+            run=self._run,
+            concurrency=passes,
+            owns=self._owns,
+            dependency_ready=self._dependency_ready,
+            observe=self._observe,
+        )
+        self._registries: dict[tuple[str, str], registry.RegistryClient] = {}
+        self._registry_lock = threading.Lock()
+        self._token: tuple[float, bytes | None] = (0.0, None)
+        self._stop = threading.Event()
+        self._watched: set[str] = set()
+        self._api_counts: dict[str, int] = {}
+        #: sync name -> runner namespace, for syncs the configuration names
+        self._namespaces: dict[str, str] = {}
+        addresses = list(dict.fromkeys([settings.metrics_address, settings.webhook_address]))
+        self.http = HttpServers(
+            build_app(self, self.metrics, max_body_bytes=settings.max_body_bytes), addresses
+        )
+
+    # ---- lifecycle -----------------------------------------------------------------
+    def start(self) -> None:
+        self._configure(self.config)
+        self.metrics.reload(True)
+        self._check_api()
+        if self.membership is not None:
+            self.membership.heartbeat()
+        self.http.start()
+        self.scheduler.start()
+        threading.Thread(target=self._housekeeping, name="lockgate-housekeeping", daemon=True).start()
+        log.info(
+            "serving",
+            extra={
+                "syncs": len(self.config.syncs),
+                "identity": self.identity,
+                "addresses": ",".join(f"{a}" for a in self.http.addresses),
+            },
+        )
+
+    def wait(self) -> None:
+        self._stop.wait()
+
+    def request_stop(self) -> None:
+        self._stop.set()
+
+    def stop(self) -> bool:
+        """Stop within the grace period; True when every pass ended cleanly."""
+        self._stop.set()
+        deadline = time.monotonic() + self.grace
+        clean = self.scheduler.stop(grace=max(1.0, self.grace - 3.0))
+        if self.membership is not None:
+            try:
+                self.membership.leave()
+            except LockgateError as exc:
+                log.warning("could not leave the membership", extra={"reason": exc.message})
+        self.http.stop(timeout=max(0.5, deadline - time.monotonic()))
+        log.info("stopped", extra={"clean": clean})
+        return clean
+
+    # ---- configuration -------------------------------------------------------------
+    def _configure(self, cfg: config_mod.Config) -> None:
+        removed = self.scheduler.configure(cfg.syncs, concurrency=cfg.runner.concurrency)
+        for name in removed:
+            self.metrics.forget(name, self._namespaces.get(name, self.namespace))
+        for options in cfg.syncs:
+            namespace = pipeline.runner_namespace(options.namespace or cfg.runner.namespace)
+            if namespace not in self._watched:
+                self._watched.add(namespace)
+                threading.Thread(
+                    target=requested.watch_requests,
+                    args=(self.kube, namespace, self._on_request, self._stop),
+                    name=f"lockgate-requests-{namespace}",
+                    daemon=True,
+                ).start()
+            self.metrics.set_sync_info(
+                options.name,
+                namespace,
+                options.source.url,
+                "",
+                "",
+                ready=False,
+                suspended=options.schedule.suspend,
+            )
+        self._namespaces = {
+            o.name: pipeline.runner_namespace(o.namespace or cfg.runner.namespace) for o in cfg.syncs
+        }
+
+    def reload(self) -> bool:
+        """Load the file again if its bytes changed; a bad file is refused and the old one kept."""
+        try:
+            data = self.config_path.read_bytes()
+        except OSError as exc:
+            return self._refuse(f"--config {self.config_path}: {exc.strerror}")
+        digest = "sha256:" + hashlib.sha256(data).hexdigest()
+        if digest == self.config.digest:
+            return False
+        try:
+            cfg = config_mod.load(self.config_path)
+        except LockgateError as exc:
+            self.config = _refused(self.config, digest)
+            return self._refuse(exc.message)
+        old = self.config.runner
+        if (old.metrics_address, old.webhook_address) != (
+            cfg.runner.metrics_address,
+            cfg.runner.webhook_address,
+        ):
+            log.warning(
+                "listen addresses change on restart, not on reload", extra={"file": str(self.config_path)}
+            )
+        self.config = cfg
+        self._configure(cfg)
+        self.health.reload_error = ""
+        self.metrics.reload(True)
+        log.info("configuration reloaded", extra={"file": str(self.config_path), "syncs": len(cfg.syncs)})
+        return True
+
+    def _refuse(self, message: str) -> bool:
+        self.health.reload_error = message
+        self.metrics.reload(False)
+        log.error(
+            "configuration refused; the previous one keeps running",
+            extra={"file": str(self.config_path), "reason": message},
+        )
+        return False
+
+    # ---- scheduler hooks ---------------------------------------------------------------
+    def _owns(self, name: str) -> bool:
+        return self.membership is None or self.membership.owns(name)
+
+    def _dependency_ready(self, name: str) -> bool:
+        """A dependency run by another replica: its inventory's last result."""
+        namespace = self._namespaces.get(name)
+        if namespace is None:
+            return False
+        try:
+            inventory = store.read(self.kube, name, namespace)
+        except LockgateError:
+            return False
+        return inventory.exists and inventory.last_result.get("status") == "Succeeded"
+
+    def _registry(self, options: pipeline.SyncOptions) -> registry.RegistryClient:
+        ref = registry.parse(options.source.url)
+        key = (ref.host, "")
+        with self._registry_lock:
+            client = self._registries.get(key)
+            if client is None:
+                client = self._registries[key] = registry.RegistryClient.for_reference(ref)
+            return client
+
+    def _check(self, options: pipeline.SyncOptions) -> str:
+        client = self._registry(options)
+        return source.current_digest(options.source, client)
+
+    def _run(self, options: pipeline.SyncOptions, requested_by_person: bool, guard: Any) -> Result:
+        namespace = pipeline.runner_namespace(options.namespace or self.config.runner.namespace)
+        if options.namespace is None and self.config.runner.namespace:
+            options = _with_namespace(options, namespace)
+        held: leases.Held | None = None
+        if self.keeper is not None:
+            held = self.keeper.hold(namespace, options.name)
+            if held is None:
+                result = Result(name=options.name, namespace=namespace)
+                result.error = Abandoned(
+                    f"Lease lockgate-{options.name} in {namespace} is held by another runner; "
+                    "it runs this sync now"
+                )
+                return result
+        lease = held
+
+        def check() -> None:
+            guard()
+            if lease is not None:
+                lease.guard()
+
+        try:
+            return pipeline.reconcile(options, kube=self.kube, guard=check)
+        finally:
+            if held is not None:
+                held.release()
+
+    def _observe(self, outcome: Outcome) -> None:
+        state = outcome.state
+        options = state.options
+        namespace = pipeline.runner_namespace(options.namespace or self.config.runner.namespace)
+        result = outcome.result
+        fields: dict[str, Any] = {
+            "sync": state.name,
+            "outcome": outcome.outcome,
+            "revision": state.revision,
+            "digest": state.digest,
+        }
+        if result is not None:
+            fields["seconds"] = round(result.seconds, 3)
+            fields["summary"] = result.changeset.summary()
+            if result.error is not None:
+                fields["error"] = result.error.message.splitlines()[0]
+            self.metrics.observe_pass(options, result, outcome.outcome)
+            log.log(
+                logging.WARNING if result.error is not None else logging.INFO,
+                "pass finished",
+                extra={**fields, "reason": outcome.reason},
+            )
+        else:
+            self.metrics.observe_pass(options, Result(name=state.name, namespace=namespace), outcome.outcome)
+            level = logging.WARNING if outcome.outcome == "failed" else logging.DEBUG
+            log.log(level, "checked", extra={**fields, "reason": outcome.reason})
+        self.metrics.set_sync_info(
+            state.name,
+            namespace,
+            options.source.url,
+            state.revision,
+            state.digest,
+            ready=state.ready,
+            suspended=options.schedule.suspend,
+        )
+
+    def _on_request(self, sync: str, value: str) -> None:
+        self.scheduler.trigger(sync, f"requestedAt {value}", requested=True)
+
+    # ---- HTTP endpoints (runner.serve.http.Endpoints) -------------------------------------
+    def trigger(self, sync: str, reason: str) -> bool:
+        return self.scheduler.trigger(sync, reason)
+
+    def knows(self, sync: str) -> bool:
+        return self.scheduler.knows(sync)
+
+    def webhook_token(self) -> bytes | None:
+        ref = self.config.runner.webhook.secret_ref
+        if ref is None:
+            return None
+        at, token = self._token
+        if time.monotonic() - at < TOKEN_CACHE_SECONDS and token is not None:
+            return token
+        try:
+            secret = self.kube.get(SECRET, self.namespace, ref)
+        except LockgateError as exc:
+            log.warning("cannot read the webhook Secret", extra={"secret": ref, "reason": exc.message})
+            return token
+        token = config_mod.secret_value(secret, "token") if secret is not None else None
+        if token is None:
+            log.warning(
+                "the webhook Secret has no 'token' key",
+                extra={"secret": f"{self.namespace}/{ref}"},
+            )
+        self._token = (time.monotonic(), token)
+        return token
+
+    def ready(self) -> tuple[bool, str]:
+        if not self.health.api_ok:
+            return False, self.health.api_reason
+        return True, "ok" + (
+            f" (last reload refused: {self.health.reload_error})" if self.health.reload_error else ""
+        )
+
+    # ---- housekeeping ----------------------------------------------------------------------
+    def _check_api(self) -> None:
+        try:
+            self.kube.version()
+            self.health.api_ok, self.health.api_reason = True, "ok"
+        except LockgateError as exc:
+            self.health.api_ok = False
+            self.health.api_reason = f"the API server does not answer: {exc.message.splitlines()[0]}"
+
+    def _housekeeping(self) -> None:
+        last = {"reload": 0.0, "ready": time.monotonic(), "heartbeat": time.monotonic()}
+        while not self._stop.wait(1.0):
+            now = time.monotonic()
+            if now - last["reload"] >= RELOAD_EVERY:
+                last["reload"] = now
+                self.reload()
+            if now - last["ready"] >= READY_EVERY:
+                last["ready"] = now
+                self._check_api()
+            if self.membership is not None and now - last["heartbeat"] >= HEARTBEAT_EVERY:
+                last["heartbeat"] = now
+                try:
+                    before = self.membership.members()
+                    self.membership.heartbeat()
+                    if self.membership.members() != before:
+                        self.scheduler.wake()
+                except LockgateError as exc:
+                    log.warning("membership heartbeat failed", extra={"reason": exc.message})
+            self._move_counts()
+
+    def _move_counts(self) -> None:
+        counts = self.kube.counts
+        delta = {verb: n - self._api_counts.get(verb, 0) for verb, n in counts.items()}
+        self._api_counts = counts
+        self.metrics.count_api({k: v for k, v in delta.items() if v})
+        with self._registry_lock:
+            clients = list(self._registries.values())
+        for client in clients:
+            for verb, n in client.take_counts().items():
+                self.metrics.count_registry(verb, n)
+
+
+def _refused(cfg: config_mod.Config, digest: str) -> config_mod.Config:
+    """The running configuration, marked as having seen (and refused) ``digest``."""
+    from dataclasses import replace
+
+    return replace(cfg, digest=digest)
+
+
+def _with_namespace(options: pipeline.SyncOptions, namespace: str) -> pipeline.SyncOptions:
+    from dataclasses import replace
+
+    return replace(options, namespace=namespace)
+
+
+def run(
+    config_path: Path,
+    *,
+    kubeconfig: Path | None = None,
+    log_format: str | None = None,
+    identity: str | None = None,
+    grace: float = DEFAULT_GRACE,
+) -> bool:
+    """``lockgate serve``: run until SIGTERM or SIGINT; True when the stop was clean.
+
+    A configuration that does not load is a ``UsageError`` before anything starts.
+    """
+    log_mod.configure(log_format or "text")
+    service = Service(config_path, kubeconfig=kubeconfig, identity=identity, grace=grace)
+    if log_format is None and service.config.runner.log_format != "text":
+        log_mod.configure(service.config.runner.log_format)
+
+    def on_signal(signum: int, _frame: object) -> None:
+        log.info("stopping", extra={"signal": signal.Signals(signum).name})
+        service.request_stop()
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+    service.start()
+    service.wait()
+    return service.stop()

@@ -1,0 +1,252 @@
+"""``lockgate serve`` against the world: webhooks, reloads, registry and API server faults, signals.
+
+Each test runs serve as a child process (the way a Deployment runs it) with JSON logs, and
+asserts on the cluster, the metrics endpoint and the log events.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import signal
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.integration.reconcile_support import configmap, dump, get, push_tree
+from tests.integration.serve_support import runner_doc, start_serve, sync_doc, write_config
+from tests.world.kube import Cluster, start_cluster
+from tests.world.registry import Registry, start_registry
+
+TOKEN = "s3cret-webhook-token"
+
+
+def webhook_secret(cluster: Cluster, runner_ns: str) -> None:
+    cluster.kubectl("create", "namespace", runner_ns, check=False)
+    cluster.kubectl(
+        "create", "secret", "generic", "webhook", "-n", runner_ns, f"--from-literal=token={TOKEN}"
+    )
+
+
+def wait_for(predicate: object, timeout: float = 60, what: str = "") -> float:
+    """Poll; returns the seconds it took."""
+    started = time.monotonic()
+    while time.monotonic() - started < timeout:
+        if predicate():  # type: ignore[operator]
+            return time.monotonic() - started
+        time.sleep(0.05)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def data_of(cluster: Cluster, name: str, ns: str) -> dict[str, str] | None:
+    obj = get(cluster, "configmap", name, ns)
+    return None if obj is None else dict(obj.get("data") or {})
+
+
+def test_two_syncs_converge_and_a_webhook_rolls_out_in_about_a_second(
+    cluster: Cluster, registry: Registry, unique: str, tmp_path: Path
+) -> None:
+    ns, runner_ns = f"{unique}-app", f"{unique}-run"
+    webhook_secret(cluster, runner_ns)
+    a = push_tree(registry, f"{unique}/a", {"cm.yaml": dump(configmap("a", ns, {"v": "1"}))}, tag="live")
+    b = push_tree(registry, f"{unique}/b", {"cm.yaml": dump(configmap("b", ns, {"v": "1"}))}, tag="live")
+    cluster.kubectl("create", "namespace", ns)
+    url_a, url_b = a.split("@")[0], b.split("@")[0]
+    served = start_serve(
+        cluster,
+        tmp_path,
+        [sync_doc("a", url_a, runner_ns), sync_doc("b", url_b, runner_ns, dependsOn=["a"])],
+        runner={"namespace": runner_ns, "webhook": {"secretRef": {"name": "webhook"}}},
+    )
+    try:
+        served.wait_sync_ready("a")
+        served.wait_sync_ready("b")
+        assert data_of(cluster, "a", ns) == {"v": "1"} and data_of(cluster, "b", ns) == {"v": "1"}
+        # b depends on a: its first pass started after a's finished
+        events = served.events()
+        finished_a = next(e["ts"] for e in events if e.get("msg") == "pass finished" and e.get("sync") == "a")
+        started_b = next(e["ts"] for e in events if e.get("msg") == "pass started" and e.get("sync") == "b")
+        assert started_b >= finished_a
+
+        push_tree(registry, f"{unique}/a", {"cm.yaml": dump(configmap("a", ns, {"v": "2"}))}, tag="live")
+        t0 = time.monotonic()
+        answer = served.hook("a", headers={"Authorization": f"Bearer {TOKEN}"})
+        assert answer.status_code == 200, answer.text
+        assert answer.json()["triggered"] is True
+        took = wait_for(lambda: (data_of(cluster, "a", ns) or {}).get("v") == "2", 30, "the rollout")
+        assert time.monotonic() - t0 < 10, f"webhook to applied took {took:.2f}s"
+        assert served.hook("nope", headers={"Authorization": f"Bearer {TOKEN}"}).status_code == 404
+        assert 'gotk_reconcile_duration_seconds_count{kind="Sync",name="a"' in served.metrics()
+    finally:
+        assert served.stop() == 0, served.tail()
+
+
+def test_bad_signatures_and_oversized_bodies_trigger_nothing(
+    cluster: Cluster, registry: Registry, unique: str, tmp_path: Path
+) -> None:
+    ns, runner_ns = f"{unique}-app", f"{unique}-run"
+    webhook_secret(cluster, runner_ns)
+    cluster.kubectl("create", "namespace", ns)
+    url = push_tree(registry, f"{unique}/a", {"cm.yaml": dump(configmap("a", ns, {"v": "1"}))}, tag="t")
+    served = start_serve(
+        cluster,
+        tmp_path,
+        [sync_doc("a", url.split("@")[0], runner_ns)],
+        runner={"namespace": runner_ns, "webhook": {"secretRef": {"name": "webhook"}}, "maxBodyBytes": 4096},
+    )
+    try:
+        served.wait_sync_ready("a")
+        before = sum(1 for e in served.events() if e.get("msg") == "sync triggered")
+        body = json.dumps({"ref": "refs/heads/main"}).encode()
+        wrong = "sha256=" + hmac.new(b"not-the-token", body, hashlib.sha256).hexdigest()
+        right = "sha256=" + hmac.new(TOKEN.encode(), body, hashlib.sha256).hexdigest()
+        push = {"X-GitHub-Event": "push"}
+        assert served.hook("a", body, {**push, "X-Hub-Signature-256": wrong}).status_code == 401
+        assert served.hook("a", body, {"Authorization": "Bearer nope"}).status_code == 401
+        assert served.hook("a", body).status_code == 401
+        assert served.hook("a", b"x" * 10_000, {"Authorization": f"Bearer {TOKEN}"}).status_code == 413
+        time.sleep(0.5)
+        assert sum(1 for e in served.events() if e.get("msg") == "sync triggered") == before
+        assert served.hook("a", body, {**push, "X-Hub-Signature-256": right}).status_code == 200
+        served.wait_event(lambda e: e.get("msg") == "sync triggered" and e.get("sync") == "a", what="trigger")
+    finally:
+        served.stop()
+
+
+def test_a_valid_reload_takes_effect_and_a_bad_one_is_refused(
+    cluster: Cluster, registry: Registry, unique: str, tmp_path: Path
+) -> None:
+    ns, runner_ns = f"{unique}-app", f"{unique}-run"
+    cluster.kubectl("create", "namespace", ns)
+    a = push_tree(registry, f"{unique}/a", {"cm.yaml": dump(configmap("a", ns, {"v": "1"}))}).split("@")[0]
+    c = push_tree(registry, f"{unique}/c", {"cm.yaml": dump(configmap("c", ns, {"v": "1"}))}).split("@")[0]
+    served = start_serve(cluster, tmp_path, [sync_doc("a", a, runner_ns)], runner={"namespace": runner_ns})
+    try:
+        served.wait_sync_ready("a")
+        runner = runner_doc(served.metrics_port, served.webhook_port, namespace=runner_ns)
+        write_config(served.config, [runner, sync_doc("a", a, runner_ns), sync_doc("c", c, runner_ns)])
+        served.wait_event(lambda e: e.get("msg") == "configuration reloaded", what="reload", timeout=30)
+        served.wait_sync_ready("c")
+        assert data_of(cluster, "c", ns) == {"v": "1"}
+
+        bad = sync_doc("a", a, runner_ns)
+        bad["spec"]["prnue"] = True
+        write_config(served.config, [runner, bad])
+        refused = served.wait_event(lambda e: e.get("msg", "").startswith("configuration refused"), what="refusal")
+        assert "prnue" in refused["reason"] and "did you mean prune" in refused["reason"]
+        assert 'lockgate_config_reloads_total{result="refused"} 1.0' in served.metrics()
+        # the old configuration keeps running: both syncs, ready
+        assert served.sync_ready("a") and served.sync_ready("c")
+        assert served.readyz().status_code == 200
+    finally:
+        assert served.stop() == 0, served.tail()
+
+
+def test_registry_down_for_a_while_keeps_the_cluster_and_recovers(
+    cluster: Cluster, unique: str, tmp_path: Path
+) -> None:
+    own = start_registry(tmp_path, name="flaky-registry")
+    ns, runner_ns = f"{unique}-app", f"{unique}-run"
+    cluster.kubectl("create", "namespace", ns)
+    try:
+        url = push_tree(own, f"{unique}/a", {"cm.yaml": dump(configmap("a", ns, {"v": "1"}))}).split("@")[0]
+        served = start_serve(
+            cluster,
+            tmp_path / "serve",
+            [sync_doc("a", url, runner_ns, interval="2s", retryInterval="1s", driftInterval="2s")],
+            runner={"namespace": runner_ns},
+        )
+        try:
+            served.wait_sync_ready("a")
+            own.process.stop()
+            wait_for(lambda: not served.sync_ready("a"), 30, "not ready while the registry is down")
+            failed = served.wait_event(
+                lambda e: e.get("outcome") == "failed" and e.get("sync") == "a", what="a failed check"
+            )
+            assert own.host in json.dumps(failed)
+            time.sleep(5)  # several retries while it is down
+            assert data_of(cluster, "a", ns) == {"v": "1"}  # last applied state kept, nothing pruned
+            own.process.restart()
+            served.wait_sync_ready("a", timeout=60)
+            assert data_of(cluster, "a", ns) == {"v": "1"}
+        finally:
+            assert served.stop() == 0, served.tail()
+    finally:
+        own.stop()
+
+
+def _many(ns: str, count: int, version: str) -> str:
+    return dump(*(configmap(f"cm-{i:04d}", ns, {"v": version}) for i in range(count)))
+
+
+def _members(cluster: Cluster, runner_ns: str, name: str) -> int:
+    secret = get(cluster, "secret", f"lockgate-{name}", runner_ns)
+    assert secret is not None
+    return int(secret["metadata"]["annotations"]["lockgate.dev/members"])
+
+
+def _labelled(cluster: Cluster, ns: str) -> int:
+    out = cluster.kubectl("get", "configmaps", "-n", ns, "-l", "applyset.kubernetes.io/part-of", "-o", "name")
+    return len(out.stdout.split())
+
+
+@pytest.fixture
+def own_cluster(tmp_path: Path) -> Cluster:
+    """A cluster of its own, for tests that restart the API server."""
+    made = start_cluster(tmp_path / "cluster")
+    yield made  # type: ignore[misc]
+    made.stop()
+
+
+def test_api_server_restart_mid_pass_converges_and_orphans_nothing(
+    own_cluster: Cluster, registry: Registry, unique: str, tmp_path: Path
+) -> None:
+    cluster = own_cluster
+    ns, runner_ns = f"{unique}-app", f"{unique}-run"
+    cluster.kubectl("create", "namespace", ns)
+    url = push_tree(registry, f"{unique}/many", {"cms.yaml": _many(ns, 600, "1")}).split("@")[0]
+    served = start_serve(
+        cluster,
+        tmp_path / "serve",
+        [sync_doc("many", url, runner_ns, interval="1m", retryInterval="1s")],
+        runner={"namespace": runner_ns, "concurrency": 1},
+    )
+    try:
+        served.wait_event(lambda e: e.get("msg") == "pass started", what="the first pass")
+        wait_for(lambda: _labelled(cluster, ns) > 20, 60, "some objects applied")
+        apiserver = next(p for p in cluster.processes if p.name == "kube-apiserver")
+        apiserver.restart()
+        served.wait_sync_ready("many", timeout=120)
+        assert _labelled(cluster, ns) == 600
+        assert _members(cluster, runner_ns, "many") == 600
+    finally:
+        served.stop()
+
+
+def test_sigterm_mid_apply_exits_in_time_and_leaves_a_whole_inventory(
+    cluster: Cluster, registry: Registry, unique: str, tmp_path: Path
+) -> None:
+    ns, runner_ns = f"{unique}-app", f"{unique}-run"
+    cluster.kubectl("create", "namespace", ns)
+    url = push_tree(registry, f"{unique}/many", {"cms.yaml": _many(ns, 800, "1")}).split("@")[0]
+    docs = [sync_doc("many", url, runner_ns, interval="1m")]
+    served = start_serve(cluster, tmp_path / "one", docs, runner={"namespace": runner_ns, "concurrency": 1})
+    served.wait_event(lambda e: e.get("msg") == "pass started", what="the first pass")
+    wait_for(lambda: _labelled(cluster, ns) > 20, 60, "some objects applied")
+    t0 = time.monotonic()
+    code = served.stop(signal.SIGTERM)
+    assert time.monotonic() - t0 < 20, "serve must exit within its grace period"
+    assert code == 0, served.tail()
+    applied = _labelled(cluster, ns)
+    stopped = served.wait_event(lambda e: e.get("msg") == "stopped", what="stopped")
+    assert stopped["clean"] is True
+    if applied < 800:  # the pass was cut short: every applied object is in the inventory already
+        assert _members(cluster, runner_ns, "many") >= applied
+    again = start_serve(cluster, tmp_path / "two", docs, runner={"namespace": runner_ns})
+    try:
+        again.wait_sync_ready("many", timeout=120)
+        assert _labelled(cluster, ns) == 800 and _members(cluster, runner_ns, "many") == 800
+    finally:
+        again.stop()
