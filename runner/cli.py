@@ -80,7 +80,7 @@ def reconcile(
     if config_path is not None:
         if url or name:
             raise UsageError("--config cannot be combined with a URL or --name")
-        syncs = config.load(config_path, dry_run=dry_run)
+        syncs = config.load(config_path, dry_run=dry_run).syncs
     else:
         if not url or not name:
             raise UsageError("reconcile needs an oci:// URL and --name (or --config FILE)")

@@ -86,6 +86,37 @@ def _from_auth_entry(entry: Mapping[str, Any], origin: str) -> Credentials | Non
     return None
 
 
+def from_docker_config(data: bytes, host: str, *, origin: str) -> Credentials | None:
+    """Credentials for ``host`` from a Docker config held in memory (a ``kubernetes.io/dockerconfigjson``
+    Secret's ``.dockerconfigjson``), matching ``auths`` keys as ``find`` does; None when no entry
+    is for ``host``. ``origin`` names the config in messages, which never hold its values."""
+    try:
+        value = json.loads(data)
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        line = f" (line {exc.lineno})" if isinstance(exc, json.JSONDecodeError) else ""
+        raise UsageError(f"{origin} is not valid JSON{line}") from None
+    auths = value.get("auths") if isinstance(value, dict) else None
+    if not isinstance(auths, dict):
+        raise UsageError(f"{origin} has no 'auths' mapping")
+    wanted = _normalise_host(host)
+    for key, entry in auths.items():
+        if _normalise_host(key) == wanted and isinstance(entry, dict):
+            found = _from_auth_entry(entry, f"{origin} auths[{key!r}]")
+            if found is not None:
+                return found
+    return None
+
+
+def auth_hosts(data: bytes) -> list[str]:
+    """The hosts a Docker config has ``auths`` entries for (for "no entry for X; it has Y")."""
+    try:
+        value = json.loads(data)
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        return []
+    auths = value.get("auths") if isinstance(value, dict) else None
+    return sorted({_normalise_host(str(k)) for k in auths}) if isinstance(auths, dict) else []
+
+
 def _from_helper(helper: str, host: str) -> Credentials | None:
     program = shutil.which(f"docker-credential-{helper}")
     origin = f"credential helper docker-credential-{helper}"

@@ -1,6 +1,7 @@
 """Verification policies: who must have signed, as values the CLI and the runner build.
 
-``KeyPolicy``: the signature must verify with this public key. ``KeylessPolicy``: the
+``KeyPolicy``: the signature must verify with this public key; ``KeySetPolicy``: with any
+one of these keys (a Secret of ``*.pub`` entries, as Flux). ``KeylessPolicy``: the
 Sigstore certificate must chain to the trusted root and name this identity (a SAN) and
 OIDC issuer, exactly or by regular expression, and optionally this GitHub repository and
 ref. A regular expression is Go's, as cosign's ``--certificate-identity-regexp`` is, and
@@ -82,7 +83,33 @@ class KeyPolicy:
             data = path.read_bytes()
         except OSError as exc:
             raise UsageError(f"cannot read public key {path}: {exc.strerror}") from None
-        return cls(key=keys.load_public_key(data, source=str(path)), source=str(path))
+        return cls.from_bytes(data, source=str(path))
+
+    @classmethod
+    def from_bytes(cls, data: bytes, *, source: str) -> KeyPolicy:
+        """A PEM public key held in memory (a Secret's entry); ``source`` names it in messages."""
+        return cls(key=keys.load_public_key(data, source=source), source=source)
+
+
+@dataclass(frozen=True)
+class KeySetPolicy:
+    """Signed with the private half of any one of ``keys`` (Flux's verify.secretRef: every ``*.pub``)."""
+
+    keys: tuple[KeyPolicy, ...]
+    #: names the set in messages (``Secret/ns/name``)
+    source: str = "the public keys"
+
+    def __post_init__(self) -> None:
+        if not self.keys:
+            raise UsageError(f"{self.source}: no public keys")
+
+    @classmethod
+    def from_pems(cls, pems: dict[str, bytes], *, source: str) -> KeySetPolicy:
+        """One key per entry, in name order; each key is named ``source[entry]``."""
+        return cls(
+            tuple(KeyPolicy.from_bytes(pems[name], source=f"{source}[{name}]") for name in sorted(pems)),
+            source=source,
+        )
 
 
 @dataclass(frozen=True)
@@ -104,7 +131,7 @@ class KeylessPolicy:
     predicate_type: str = statement.COSIGN_SIGN_PREDICATE
 
 
-Policy = KeyPolicy | KeylessPolicy
+Policy = KeyPolicy | KeySetPolicy | KeylessPolicy
 
 
 @dataclass(frozen=True)

@@ -11,14 +11,16 @@ from __future__ import annotations
 
 import base64
 import binascii
+import functools
 import json
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
 from lockgate.errors import AuthError, RegistryError, VerificationError
 from lockgate.registry import Reference, RegistryClient, parse
 from lockgate.signing import keys, layout, simplesigning, statement, store
-from lockgate.signing.policy import CertificatePolicy, KeylessPolicy, KeyPolicy, Policy
+from lockgate.signing.policy import CertificatePolicy, KeylessPolicy, KeyPolicy, KeySetPolicy, Policy
 
 if TYPE_CHECKING:
     # sigstore-python takes about a second to import; key verification never needs it
@@ -52,7 +54,9 @@ def verify(
     try:
         digest = client.resolve(ref)
         if isinstance(policy, KeyPolicy):
-            return _verify_key(client, ref, digest, policy)
+            return _verify_key(client, ref, digest, (policy,))
+        if isinstance(policy, KeySetPolicy):
+            return _verify_key(client, ref, digest, policy.keys, named=True)
         return _verify_keyless(client, ref, digest, policy, trust_root_verifier(policy))
     except (RegistryError, AuthError) as exc:
         raise VerificationError(
@@ -74,29 +78,59 @@ def trust_root_verifier(policy: KeylessPolicy) -> Verifier:
         raise VerificationError(f"cannot load {where}: {exc}; refusing to verify") from None
 
 
-def _verify_key(client: RegistryClient, ref: Reference, digest: str, policy: KeyPolicy) -> VerifiedArtifact:
+def _verify_key(
+    client: RegistryClient,
+    ref: Reference,
+    digest: str,
+    policies: tuple[KeyPolicy, ...],
+    *,
+    named: bool = False,
+) -> VerifiedArtifact:
+    """The first signature that one of the keys verifies; each signature is tried with every key.
+
+    ``named``: say which key each failure is about (a key set), not only why."""
     repo = ref.repository
-    signer = f"key {keys.key_id(policy.key)} ({policy.source})"
     reasons: list[str] = []
     tag = layout.signature_tag(digest)
+
+    def first(where: str, check: Callable[[KeyPolicy], None]) -> VerifiedArtifact | None:
+        failures: list[str] = []
+        for policy in policies:
+            try:
+                check(policy)
+            except VerificationError as exc:
+                failures.append(f"{policy.source}: {exc.message}" if named else exc.message)
+                continue
+            signer = f"key {keys.key_id(policy.key)} ({policy.source})"
+            return VerifiedArtifact(str(ref.with_digest(digest)), digest, "key", signer, None, where)
+        reasons.append(f"{where}: {'; '.join(_unique(failures))}")
+        return None
+
     for number, sig in enumerate(store.read_legacy(client, repo, digest), start=1):
-        where = f"signature {number} at {tag}"
+        check = functools.partial(_check_legacy, sig, digest=digest, repository=ref.name)
+        found = first(f"signature {number} at {tag}", check)
+        if found is not None:
+            return found
+    for bundled in store.read_bundles(client, repo, digest):
         try:
-            _check_legacy(sig, policy, digest=digest, repository=ref.name)
+            bundle = _bundle_json(bundled, digest)
         except VerificationError as exc:
-            reasons.append(f"{where}: {exc.message}")
+            reasons.append(f"bundle {bundled.manifest_digest}: {exc.message}")
             continue
-        return VerifiedArtifact(str(ref.with_digest(digest)), digest, "key", signer, None, where)
-    for found in store.read_bundles(client, repo, digest):
-        where = f"bundle {found.manifest_digest}"
-        try:
-            bundle = _bundle_json(found, digest)
-            statement.verify_key_bundle(bundle, policy.key, digest=digest)
-        except VerificationError as exc:
-            reasons.append(f"{where}: {exc.message}")
-            continue
-        return VerifiedArtifact(str(ref.with_digest(digest)), digest, "key", signer, None, where)
+        found = first(
+            f"bundle {bundled.manifest_digest}", functools.partial(_check_bundle, bundle, digest=digest)
+        )
+        if found is not None:
+            return found
     raise _refusal(ref, digest, reasons)
+
+
+def _check_bundle(bundle: dict[str, Any], policy: KeyPolicy, *, digest: str) -> None:
+    statement.verify_key_bundle(bundle, policy.key, digest=digest)
+
+
+def _unique(items: list[str]) -> list[str]:
+    return list(dict.fromkeys(items))
 
 
 def _check_legacy(sig: store.LegacySignature, policy: KeyPolicy, *, digest: str, repository: str) -> None:

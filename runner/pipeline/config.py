@@ -1,38 +1,59 @@
-"""What to reconcile, from flags or from a ``--config`` file of ``Sync`` documents.
+"""What to reconcile, from flags or from a ``--config`` file of ``Sync`` and ``Runner`` documents.
 
-A Sync document (``apiVersion: lockgate.dev/v1alpha1``, ``kind: Sync``) holds the same
-settings as the flags, in camelCase under ``spec``; ``metadata.name`` is the sync's name.
-Both routes produce ``reconcile.SyncOptions``, so the CLI stays one library call per sync; the
+A Sync document (``apiVersion: lockgate.dev/v1alpha1``, ``kind: Sync``) holds the flags'
+settings and the schedule, in camelCase under ``spec``; ``metadata.name`` is the sync's name.
+The kinds are declared in ``runner.pipeline.documents`` and decoded by ``lockgate.model``, so
+every error names file:line, the document (``Sync/web``) and the field; the checks across
+documents (unique names, ``dependsOn`` targets and cycles, one Runner) are here. Both routes
+produce ``reconcile.SyncOptions``, so the CLI stays one library call per sync; the
 verification options become a policy through the shared ``lockgate.signing.options``.
 """
 
 from __future__ import annotations
 
-import re
+import difflib
+import hashlib
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
-from lockgate import manifests
+from lockgate import located, model
 from lockgate.errors import UsageError
+from lockgate.model import parse_duration
 from lockgate.signing.options import Spelling, VerifyOptions, build_policy
 from runner.pipeline import source
-from runner.pipeline.reconcile import SyncOptions
+from runner.pipeline.documents import (
+    API_VERSION,
+    KINDS,
+    RunnerDocument,
+    RunnerSettings,
+    SyncDocument,
+    SyncSpec,
+    WebhookSettings,
+)
+from runner.pipeline.reconcile import ObjectRef, Schedule, SyncOptions
 from runner.plan import prune_plan
 
-API_VERSION = "lockgate.dev/v1alpha1"
-_DURATION = re.compile(r"^(?:(\d+(?:\.\d+)?)h)?(?:(\d+(?:\.\d+)?)m(?!s))?(?:(\d+(?:\.\d+)?)s)?$")
+__all__ = [
+    "API_VERSION",
+    "Config",
+    "RunnerSettings",
+    "WebhookSettings",
+    "load",
+    "parse_duration",
+    "sync_options",
+]
 
 
-def parse_duration(text: str) -> float:
-    """Go-style ``1h30m``, ``5m``, ``45s``, or plain seconds."""
-    value = text.strip()
-    if re.fullmatch(r"\d+(\.\d+)?", value):
-        return float(value)
-    found = _DURATION.match(value)
-    if not value or not found or not any(found.groups()):
-        raise UsageError(f"invalid duration {text!r}: expected e.g. 30s, 5m, 1h30m")
-    hours, minutes, seconds = (float(g) if g else 0.0 for g in found.groups())
-    return hours * 3600 + minutes * 60 + seconds
+@dataclass(frozen=True)
+class Config:
+    """A loaded ``--config`` file."""
+
+    #: in file order
+    syncs: list[SyncOptions]
+    #: the Runner document's settings; the defaults when there is none
+    runner: RunnerSettings
+    #: ``sha256:<hex>`` of the file's bytes, to tell a changed file from a touched one
+    digest: str
 
 
 def sync_options(
@@ -78,69 +99,210 @@ def sync_options(
     )
 
 
-def _spec_value(spec: dict[str, Any], name: str, kind: type, where: str) -> Any:
-    value = spec.get(name)
-    if value is not None and not isinstance(value, kind):
-        raise UsageError(f"{where}: spec.{name} must be a {kind.__name__}")
-    return value
+@dataclass(frozen=True)
+class _Sync:
+    document: located.Document
+    value: SyncDocument
+
+    @property
+    def label(self) -> str:
+        return f"Sync/{self.value.metadata.name}"
+
+    def where(self, path: located.Path) -> str:
+        return f"{self.document.file}:{self.document.line_of(path)}: {self.label}"
 
 
-def from_document(doc: dict[str, Any], where: str, *, dry_run: bool) -> SyncOptions:
-    if doc.get("apiVersion") != API_VERSION or doc.get("kind") != "Sync":
-        raise UsageError(f"{where}: expected apiVersion {API_VERSION}, kind Sync")
-    name = (doc.get("metadata") or {}).get("name")
-    spec = doc.get("spec")
-    if not isinstance(name, str) or not isinstance(spec, dict) or not isinstance(spec.get("url"), str):
-        raise UsageError(f"{where}: a Sync needs metadata.name and spec.url")
-    verify = spec.get("verify") or {}
-    if not isinstance(verify, dict):
-        raise UsageError(f"{where}: spec.verify must be a mapping")
-    values = {
-        "semver": _spec_value(spec, "semver", str, where),
-        "path": _spec_value(spec, "path", str, where),
-        "namespace": _spec_value(spec, "namespace", str, where),
-        "target_namespace": _spec_value(spec, "targetNamespace", str, where),
-    }
-    options = VerifyOptions(
-        key=Path(verify["key"]) if verify.get("key") else None,
-        identity=verify.get("identity"),
-        identity_regexp=verify.get("identityRegexp"),
-        issuer=verify.get("issuer"),
-        issuer_regexp=verify.get("issuerRegexp"),
-        trusted_root=Path(verify["trustedRoot"]) if verify.get("trustedRoot") else None,
-        insecure_skip=bool(verify.get("insecureSkip", False)),
-    )
-    try:
-        return sync_options(
-            name=name,
-            url=spec["url"],
-            spelling=source.FIELDS,
-            verify=options,
-            prune=bool(spec.get("prune", False)),
-            wait=bool(spec.get("wait", False)),
-            timeout=str(spec.get("timeout", "5m")),
-            force=bool(spec.get("force", False)),
-            dry_run=dry_run,
-            allow_mass_prune=bool(spec.get("allowMassPrune", False)),
-            max_prune_share=float(spec.get("maxPruneShare", prune_plan.DEFAULT_MAX_SHARE)),
-            **values,
+def _decode(doc: located.Document, messages: list[str]) -> SyncDocument | RunnerDocument | None:
+    value = doc.value
+    if not isinstance(value, dict):
+        messages.append(
+            f"{doc.file}:{doc.line}: expected a Sync or Runner document (a mapping), got "
+            f"{model.describe(value)}"
         )
-    except UsageError as exc:
-        raise UsageError(f"{where}: {exc.message}") from None
+        return None
+    kind = value.get("kind")
+    name = (value.get("metadata") or {}).get("name") if isinstance(value.get("metadata"), dict) else None
+    label = f"{kind}/{name}" if isinstance(kind, str) and isinstance(name, str) else str(kind or "document")
+    problems = model.Problems(doc, label)
+    if value.get("apiVersion") != API_VERSION:
+        found = value.get("apiVersion")
+        problems.add(
+            ("apiVersion",),
+            f"expected {API_VERSION}, got {found!r}"
+            if found
+            else f"required field is missing (expected {API_VERSION})",
+        )
+    cls = KINDS.get(kind) if isinstance(kind, str) else None
+    if cls is None:
+        choices = " or ".join(KINDS)
+        problems.add(
+            ("kind",),
+            f"expected {choices}, got {kind!r}" if kind else f"required field is missing ({choices})",
+        )
+    if problems.messages or cls is None:
+        messages.extend(problems.messages)
+        return None
+    decoded = model.decode(cls, value, problems)
+    messages.extend(problems.messages)
+    return decoded if isinstance(decoded, SyncDocument | RunnerDocument) else None
 
 
-def load(path: Path, *, dry_run: bool = False) -> list[SyncOptions]:
+def _cycle(graph: dict[str, list[str]]) -> list[str] | None:
+    """The first dependency cycle, in file order, as ``[a, b, a]``."""
+    state: dict[str, int] = {}  # 1: on the current path, 2: done
+    path: list[str] = []
+
+    def visit(name: str) -> list[str] | None:
+        state[name] = 1
+        path.append(name)
+        for upstream in graph.get(name, []):
+            if state.get(upstream) == 1:
+                return [*path[path.index(upstream) :], upstream]
+            if upstream in graph and state.get(upstream) is None:
+                found = visit(upstream)
+                if found:
+                    return found
+        path.pop()
+        state[name] = 2
+        return None
+
+    for name in graph:
+        if state.get(name) is None:
+            found = visit(name)
+            if found:
+                return found
+    return None
+
+
+def _across(
+    syncs: list[_Sync], runners: list[located.Document], messages: list[str], *, complete: bool
+) -> None:
+    """The checks across documents: unique names, dependsOn targets and cycles, one Runner.
+
+    ``complete``: every document decoded, so a dependsOn name not found is really unknown."""
+    first: dict[str, _Sync] = {}
+    for sync in syncs:
+        name = sync.value.metadata.name
+        if name in first:
+            earlier = first[name].document
+            messages.append(
+                f"{sync.where(('metadata', 'name'))}: metadata.name: duplicate name {name!r} "
+                f"(first at {earlier.file}:{earlier.line_of(('metadata', 'name'))}); "
+                "sync names must be unique"
+            )
+        else:
+            first[name] = sync
+    for extra in runners[1:]:
+        messages.append(
+            f"{extra.file}:{extra.line}: Runner: at most one Runner document per file "
+            f"(the first is at line {runners[0].line})"
+        )
+    for sync in syncs if complete else ():
+        for index, dep in enumerate(sync.value.spec.depends_on):
+            if dep.name not in first:
+                close = difflib.get_close_matches(dep.name, list(first), n=1)
+                hint = f"; did you mean {close[0]}?" if close else ""
+                path: located.Path = ("spec", "dependsOn", index)
+                messages.append(
+                    f"{sync.where(path)}: spec.dependsOn[{index}]: "
+                    f"no Sync named {dep.name!r} in this file{hint}"
+                )
+    graph = {s.value.metadata.name: [d.name for d in s.value.spec.depends_on] for s in first.values()}
+    cycle = _cycle(graph)
+    if cycle:
+        sync = first[cycle[0]]
+        messages.append(
+            f"{sync.where(('spec', 'dependsOn'))}: spec.dependsOn: dependency cycle {' -> '.join(cycle)}"
+        )
+
+
+def _options(sync: _Sync, runner: RunnerSettings, *, dry_run: bool) -> SyncOptions:
+    spec: SyncSpec = sync.value.spec
+    verify = spec.verify
+    options = VerifyOptions(
+        key=Path(verify.key) if verify.key else None,
+        identity=verify.identity,
+        identity_regexp=verify.identity_regexp,
+        issuer=verify.issuer,
+        issuer_regexp=verify.issuer_regexp,
+        trusted_root=Path(verify.trusted_root) if verify.trusted_root else None,
+        insecure_skip=verify.insecure_skip,
+    )
+    if verify.secret_ref is not None and (options.key or options.keyless or options.insecure_skip):
+        raise UsageError(
+            f"{sync.where(('spec', 'verify', 'secretRef'))}: spec.verify.secretRef cannot be combined with "
+            "spec.verify.key, the keyless fields or spec.verify.insecureSkip"
+        )
     try:
-        text = path.read_text(encoding="utf-8")
+        policy = None if verify.secret_ref else build_policy(options, source.FIELDS)
+    except UsageError as exc:
+        raise UsageError(f"{sync.where(('spec', 'verify'))}: {exc.message}") from None
+    return SyncOptions(
+        name=sync.value.metadata.name,
+        source=source.SourceSpec(
+            url=spec.url,
+            semver=spec.semver,
+            path=spec.path,
+            policy=policy,
+            insecure_skip_verify=verify.insecure_skip,
+            spelling=source.FIELDS,
+            secret_ref=spec.secret_ref,
+            verify_secret_ref=verify.secret_ref,
+        ),
+        namespace=spec.namespace or runner.namespace,
+        target_namespace=spec.target_namespace,
+        prune=spec.prune,
+        wait=spec.wait,
+        timeout=spec.timeout,
+        force=spec.force,
+        dry_run=dry_run,
+        prune_options=prune_plan.PruneOptions(
+            max_share=spec.max_prune_share, allow_mass_prune=spec.allow_mass_prune
+        ),
+        schedule=Schedule(
+            interval=spec.interval,
+            retry_interval=spec.retry_interval,
+            drift_interval=spec.drift_interval,
+            depends_on=tuple(d.name for d in spec.depends_on),
+            suspend=spec.suspend,
+        ),
+        health_checks=tuple(
+            ObjectRef(api_version=h.api_version, kind=h.kind, name=h.name, namespace=h.namespace or "")
+            for h in spec.health_checks
+        ),
+        rollback=spec.rollback,
+    )
+
+
+def load(path: Path, *, dry_run: bool = False) -> Config:
+    """The Syncs and the Runner settings of ``path``; every problem of the file in one ``UsageError``."""
+    try:
+        data = path.read_bytes()
+        text = data.decode("utf-8")
     except OSError as exc:
         raise UsageError(f"--config {path}: {exc.strerror}") from None
-    docs = [(line, doc) for line, doc in manifests.parse_documents(text, str(path)) if doc is not None]
-    if not docs:
-        raise UsageError(f"--config {path}: no Sync documents")
-    syncs = [
-        from_document(doc, f"{path}:{line}", dry_run=dry_run) for line, doc in docs if isinstance(doc, dict)
-    ]
-    names = [s.name for s in syncs]
-    if len(set(names)) != len(names):
-        raise UsageError(f"--config {path}: sync names must be unique")
-    return syncs
+    except UnicodeDecodeError:
+        raise UsageError(f"--config {path}: not UTF-8 text") from None
+    docs = located.documents(text, str(path))
+    messages: list[str] = []
+    syncs: list[_Sync] = []
+    runners: list[tuple[located.Document, RunnerDocument]] = []
+    for doc in docs:
+        decoded = _decode(doc, messages)
+        if isinstance(decoded, SyncDocument):
+            syncs.append(_Sync(doc, decoded))
+        elif isinstance(decoded, RunnerDocument):
+            runners.append((doc, decoded))
+    _across(syncs, [doc for doc, _ in runners], messages, complete=not messages)
+    if not messages and not syncs:
+        messages.append(f"{path}: no Sync documents")
+    model.raise_all(messages)
+    runner = runners[0][1].spec if runners else RunnerSettings()
+    options = []
+    for sync in syncs:
+        try:
+            options.append(_options(sync, runner, dry_run=dry_run))
+        except UsageError as exc:
+            messages.append(exc.message)
+    model.raise_all(messages)
+    return Config(syncs=options, runner=runner, digest="sha256:" + hashlib.sha256(data).hexdigest())

@@ -21,7 +21,7 @@ from lockgate.errors import Abandoned, ClusterError, LockgateError, RenderError,
 from lockgate.manifests import K8sObject
 from runner.inventory import events, store
 from runner.kube.client import Kube
-from runner.pipeline import source
+from runner.pipeline import secretrefs, source
 from runner.pipeline.result import Result
 from runner.plan import kinds, placement, prune_plan
 from runner.plan.desired import Desired, prepare
@@ -237,7 +237,11 @@ def reconcile(
     try:
         check_name(options.name)
         result.namespace = runner_namespace(options.namespace)
-        fetched = source.fetch(options.source)
+        secrets = None
+        if options.source.needs_secrets:  # credentials or keys from Secrets: the cluster is read first
+            client = client or Kube.from_kubeconfig(kubeconfig, pool=options.concurrency + 4)
+            secrets = secretrefs.SecretReader(client, result.namespace)
+        fetched = source.fetch(options.source, secrets=secrets)
         result.url, result.digest, result.revision = fetched.url, fetched.digest, fetched.revision
         result.verified_by = fetched.verified_by
         if not fetched.objects and not options.prune:

@@ -4,8 +4,9 @@ The reference is resolved once (a tag, the highest tag in a semver range with Fl
 OCIRepository semantics, or a digest) and everything after uses the digest. Verification
 fails closed: without a policy the pass is refused unless the caller explicitly skips it.
 Pulling, rendering and semver selection are the shared core's (``lockgate.artifact.pull``,
-``lockgate.render``, ``lockgate.semver``). Nothing here touches the cluster, so a refused
-artifact leaves the cluster as it was.
+``lockgate.render``, ``lockgate.semver``). Nothing here writes to the cluster, so a refused
+artifact leaves the cluster as it was; the only cluster reads are the Secrets a Sync names
+(``spec.secretRef``, ``spec.verify.secretRef``), through ``secretrefs.SecretReader``.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from lockgate.artifact import pull
 from lockgate.errors import RenderError, ResolveError, UsageError, VerificationError
 from lockgate.manifests import K8sObject
 from lockgate.signing.options import Spelling
+from runner.pipeline.secretrefs import SecretReader
 
 if TYPE_CHECKING:
     from lockgate.signing.policy import Policy
@@ -55,6 +57,14 @@ class SourceSpec:
     insecure_skip_verify: bool = False
     #: how the verification options were written (flags or Sync fields), for errors
     spelling: Spelling = FLAGS
+    #: a kubernetes.io/dockerconfigjson Secret with the registry credentials (``spec.secretRef``)
+    secret_ref: str | None = None
+    #: a Secret of ``*.pub`` cosign keys, any one verifying (``spec.verify.secretRef``); replaces ``policy``
+    verify_secret_ref: str | None = None
+
+    @property
+    def needs_secrets(self) -> bool:
+        return self.secret_ref is not None or self.verify_secret_ref is not None
 
 
 @dataclass(frozen=True)
@@ -92,13 +102,15 @@ def resolve(spec: SourceSpec, client: registry.RegistryClient) -> registry.Refer
     return ref
 
 
-def _pin(spec: SourceSpec, ref: registry.Reference, client: registry.RegistryClient) -> tuple[str, str]:
+def _pin(
+    spec: SourceSpec, ref: registry.Reference, client: registry.RegistryClient, policy: Policy | None
+) -> tuple[str, str]:
     """(digest, who verified it); verification comes first and fails closed."""
-    if spec.policy is not None:
+    if policy is not None:
         # imported here: sigstore costs a third of a second of start-up, needed only to verify
         from lockgate.signing import verify as verify_mod
 
-        verified = verify_mod.verify(ref, spec.policy, client=client)
+        verified = verify_mod.verify(ref, policy, client=client)
         return verified.digest, verified.signer
     if not spec.insecure_skip_verify:
         s = spec.spelling
@@ -131,12 +143,35 @@ def render_objects(root: Path, path: str | None) -> list[K8sObject]:
     return objects
 
 
-def fetch(spec: SourceSpec, *, client: registry.RegistryClient | None = None) -> Fetched:
-    """Resolve, verify, pull by digest, extract into a temporary directory and load the objects."""
+def _reader(spec: SourceSpec, secrets: SecretReader | None) -> SecretReader:
+    if secrets is None:
+        field = "spec.secretRef" if spec.secret_ref else "spec.verify.secretRef"
+        raise UsageError(f"{field} names a Secret, but this pass has no cluster to read it from")
+    return secrets
+
+
+def fetch(
+    spec: SourceSpec,
+    *,
+    client: registry.RegistryClient | None = None,
+    secrets: SecretReader | None = None,
+) -> Fetched:
+    """Resolve, verify, pull by digest, extract into a temporary directory and load the objects.
+
+    ``secrets`` reads the Secrets ``spec`` names (credentials, keys) in the sync's runner
+    namespace; it is needed only when the spec names one.
+    """
     base = registry.parse(spec.url)
-    client = client or registry.RegistryClient.for_reference(base)
+    if client is None:
+        creds = None
+        if spec.secret_ref is not None:
+            creds = _reader(spec, secrets).registry_credentials(spec.secret_ref, base.host)
+        client = registry.RegistryClient.for_reference(base, credentials=creds)
+    policy = spec.policy
+    if spec.verify_secret_ref is not None:
+        policy = _reader(spec, secrets).key_policy(spec.verify_secret_ref)
     ref = resolve(spec, client)
-    digest, signer = _pin(spec, ref, client)
+    digest, signer = _pin(spec, ref, client, policy)
     with tempfile.TemporaryDirectory(prefix="lockgate-reconcile-") as tmp:
         pulled = pull.pull(client, ref, Path(tmp) / "artifact", digest=digest)
         objects = render_objects(Path(tmp) / "artifact", spec.path)

@@ -48,7 +48,7 @@ def _sync(name: str, url: str, runner: str, **spec: Any) -> dict[str, Any]:
         "apiVersion": "lockgate.dev/v1alpha1",
         "kind": "Sync",
         "metadata": {"name": name},
-        "spec": {"url": url, "namespace": runner, "verify": {"insecureSkip": True}, **spec},
+        "spec": {"url": url, "namespace": runner, "interval": "5m", "verify": {"insecureSkip": True}, **spec},
     }
 
 
@@ -103,10 +103,13 @@ def test_a_config_file_runs_each_sync(
 def test_a_config_file_is_validated_before_anything_runs(cluster: Cluster, tmp_path: Path) -> None:
     syncs = tmp_path / "syncs.yaml"
     syncs.write_text(yaml.safe_dump_all([_sync("same", "oci://x/y", "r"), _sync("same", "oci://x/z", "r")]))
-    assert "sync names must be unique" in cli(cluster, "--config", str(syncs)).err
+    assert "duplicate name 'same'" in cli(cluster, "--config", str(syncs)).err
     syncs.write_text("apiVersion: lockgate.dev/v1alpha1\nkind: Sync\nmetadata: {name: a}\nspec: {}\n")
     run = cli(cluster, "--config", str(syncs))
-    assert run.code == 2 and f"{syncs}:1: a Sync needs metadata.name and spec.url" in run.err
+    assert run.code == 2, run.err
+    assert f"{syncs}:4: Sync/a: spec.url: required field is missing" in run.err
+    assert f"{syncs}:4: Sync/a: spec.interval: required field is missing" in run.err
+    assert "Traceback" not in run.err
 
 
 def test_the_json_document(cluster: Cluster, registry: Registry, unique: str) -> None:

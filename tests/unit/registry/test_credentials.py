@@ -85,3 +85,43 @@ def test_github_token_only_for_ghcr_in_actions(tmp_path: Path) -> None:
     assert found is not None and (found.username, found.secret, found.origin) == ("me", "ght", "GITHUB_TOKEN")
     assert credentials.find("docker.io", env=env) is None
     assert credentials.find("ghcr.io", env={**env, "GITHUB_ACTIONS": ""}) is None
+
+
+def test_docker_config_in_memory_matches_hosts_as_find_does() -> None:
+    auth = base64.b64encode(b"me:pw").decode()
+    data = json.dumps(
+        {
+            "auths": {
+                "https://reg.example.com/v2/": {"auth": auth},
+                "other.io": {"username": "u", "password": "p"},
+            }
+        }
+    ).encode()
+    found = credentials.from_docker_config(data, "reg.example.com", origin="Secret/ns/pull")
+    assert found is not None and (found.username, found.secret, found.origin) == (
+        "me",
+        "pw",
+        "Secret/ns/pull auths['https://reg.example.com/v2/']",
+    )
+    other = credentials.from_docker_config(data, "other.io", origin="s")
+    assert other is not None and (other.username, other.secret) == ("u", "p")
+    assert credentials.from_docker_config(data, "third.io", origin="s") is None
+    assert credentials.auth_hosts(data) == ["other.io", "reg.example.com"]
+
+
+@pytest.mark.parametrize(
+    ("data", "message"),
+    [
+        (b"{not json", "Secret/ns/pull is not valid JSON (line 1)"),
+        (b'{"credHelpers": {}}', "Secret/ns/pull has no 'auths' mapping"),
+        (
+            b'{"auths": {"r.io": {"auth": "%%%s3cret"}}}',
+            "Secret/ns/pull auths['r.io']: the 'auth' field is not base64",
+        ),
+    ],
+)
+def test_docker_config_in_memory_errors_never_show_values(data: bytes, message: str) -> None:
+    with pytest.raises(UsageError) as caught:
+        credentials.from_docker_config(data, "r.io", origin="Secret/ns/pull")
+    assert caught.value.message.startswith(message)
+    assert "s3cret" not in caught.value.message

@@ -54,3 +54,22 @@ def test_verify_names_the_flag_of_a_refused_regexp(capsys: pytest.CaptureFixture
         "error: --certificate-identity-regexp: invalid regular expression 'ci@(?!evil)': "
         "error parsing regexp: invalid or unsupported Perl syntax: `(?!`"
     )
+
+
+def _pem() -> bytes:
+    from cryptography.hazmat.primitives.asymmetric import ec
+
+    from lockgate.signing import keys
+
+    return keys.public_key_pem(ec.generate_private_key(ec.SECP256R1()).public_key())
+
+
+def test_a_key_set_names_each_key_by_its_entry() -> None:
+    from lockgate.signing.policy import KeySetPolicy
+
+    policy = KeySetPolicy.from_pems({"b.pub": _pem(), "a.pub": _pem()}, source="Secret/ns/keys")
+    assert [k.source for k in policy.keys] == ["Secret/ns/keys[a.pub]", "Secret/ns/keys[b.pub]"]
+    with pytest.raises(UsageError, match=r"^Secret/ns/keys\[c.pub\] is not a PEM public key$"):
+        KeySetPolicy.from_pems({"a.pub": _pem(), "c.pub": b"garbage"}, source="Secret/ns/keys")
+    with pytest.raises(UsageError, match="no public keys"):
+        KeySetPolicy((), source="Secret/ns/keys")

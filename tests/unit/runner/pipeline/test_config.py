@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import hashlib
 from pathlib import Path
 
 import pytest
 
 from lockgate.errors import UsageError
 from lockgate.signing.policy import KeylessPolicy
-from runner.pipeline import config
+from runner.pipeline import config, reconcile
 
 
 @pytest.mark.parametrize(
@@ -28,12 +29,14 @@ def test_sync_documents(tmp_path: Path) -> None:
     path = tmp_path / "syncs.yaml"
     path.write_text(
         "apiVersion: lockgate.dev/v1alpha1\nkind: Sync\nmetadata: {name: web}\n"
-        "spec:\n  url: oci://127.0.0.1:5000/web\n  prune: true\n  timeout: 2m\n  targetNamespace: app\n"
+        "spec:\n  url: oci://127.0.0.1:5000/web\n  interval: 5m\n  prune: true\n  timeout: 2m\n"
+        "  targetNamespace: app\n"
         "  verify: {insecureSkip: true}\n"
         "---\napiVersion: lockgate.dev/v1alpha1\nkind: Sync\nmetadata: {name: db}\n"
-        "spec:\n  url: oci://127.0.0.1:5000/db\n  semver: '>=1.0.0'\n  verify: {insecureSkip: true}\n"
+        "spec:\n  url: oci://127.0.0.1:5000/db\n  interval: 1m\n  semver: '>=1.0.0'\n"
+        "  verify: {insecureSkip: true}\n"
     )
-    web, db = config.load(path, dry_run=True)
+    web, db = config.load(path, dry_run=True).syncs
     assert (web.name, web.prune, web.timeout, web.target_namespace, web.dry_run) == (
         "web",
         True,
@@ -49,7 +52,7 @@ def _one_sync(tmp_path: Path, verify: str) -> Path:
     path = tmp_path / "syncs.yaml"
     path.write_text(
         "apiVersion: lockgate.dev/v1alpha1\nkind: Sync\nmetadata: {name: web}\n"
-        f"spec:\n  url: oci://127.0.0.1:5000/web\n  verify: {verify}\n"
+        f"spec:\n  url: oci://127.0.0.1:5000/web\n  interval: 5m\n  verify: {verify}\n"
     )
     return path
 
@@ -57,13 +60,19 @@ def _one_sync(tmp_path: Path, verify: str) -> Path:
 def test_sync_document_errors_name_the_file_and_line(tmp_path: Path) -> None:
     path = tmp_path / "syncs.yaml"
     path.write_text("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n")
-    with pytest.raises(UsageError, match=r"syncs.yaml:1: expected apiVersion lockgate.dev/v1alpha1"):
+    with pytest.raises(UsageError) as caught:
         config.load(path)
+    assert caught.value.message.splitlines()[1:] == [
+        f"  {path}:1: ConfigMap/x: apiVersion: expected lockgate.dev/v1alpha1, got 'v1'",
+        f"  {path}:2: ConfigMap/x: kind: expected Sync or Runner, got 'ConfigMap'",
+    ]
 
 
 def test_sync_policy_errors_name_the_file_line_and_field(tmp_path: Path) -> None:
     path = _one_sync(tmp_path, "{identity: me, insecureSkip: true}")
-    with pytest.raises(UsageError, match=r"syncs.yaml:1: spec.verify.insecureSkip cannot be combined"):
+    with pytest.raises(
+        UsageError, match=r"syncs.yaml:7: Sync/web: spec.verify.insecureSkip cannot be combined"
+    ):
         config.load(path)
 
 
@@ -74,15 +83,164 @@ def test_sync_verify_regexp_is_go_syntax_and_errors_name_the_field(tmp_path: Pat
     with pytest.raises(UsageError) as caught:
         config.load(path)
     assert caught.value.message.startswith(
-        f"{path}:1: spec.verify.identityRegexp: invalid regular expression '^https://github\\.com/(?=acme)': "
+        f"{path}:7: Sync/web: spec.verify.identityRegexp: "
+        "invalid regular expression '^https://github\\.com/(?=acme)': "
         "error parsing regexp: invalid or unsupported Perl syntax: `(?=`"
     )
 
 
 def test_sync_verify_identity_regexp_matches_the_whole_value_with_go_classes(tmp_path: Path) -> None:
     path = _one_sync(tmp_path, "{identityRegexp: '[[:alpha:]]+@example\\.com', issuer: https://issuer.test}")
-    (sync,) = config.load(path)
+    (sync,) = config.load(path).syncs
     policy = sync.source.policy
     assert isinstance(policy, KeylessPolicy)
     assert policy.identity.matches("ci@example.com")
     assert not policy.identity.matches("ci@example.com.evil.test")
+
+
+def _file(tmp_path: Path, *docs: str) -> Path:
+    path = tmp_path / "syncs.yaml"
+    path.write_text("---\n".join(docs))
+    return path
+
+
+def _sync(name: str, extra: str = "") -> str:
+    return (
+        f"apiVersion: lockgate.dev/v1alpha1\nkind: Sync\nmetadata: {{name: {name}}}\n"
+        f"spec:\n  url: oci://127.0.0.1:5000/{name}\n  interval: 5m\n"
+        f"  verify: {{insecureSkip: true}}\n{extra}"
+    )
+
+
+def _problems(path: Path) -> list[str]:
+    with pytest.raises(UsageError) as caught:
+        config.load(path)
+    lines = caught.value.message.splitlines()
+    return [line.strip() for line in lines[1:]] if len(lines) > 1 else lines
+
+
+def test_schedule_health_checks_rollback_and_secret_refs_become_options(tmp_path: Path) -> None:
+    path = _file(
+        tmp_path,
+        _sync(
+            "web",
+            "  retryInterval: 30s\n  driftInterval: 2h\n  suspend: true\n  rollback: onHealthFailure\n"
+            "  dependsOn: [db, {name: cache}]\n  secretRef: {name: pull}\n"
+            "  healthChecks:\n  - {apiVersion: apps/v1, kind: Deployment, name: web, namespace: app}\n",
+        ),
+        _sync("db"),
+        _sync("cache"),
+        "apiVersion: lockgate.dev/v1alpha1\nkind: Runner\nspec: {namespace: runners, concurrency: 2}\n",
+    )
+    loaded = config.load(path)
+    web = loaded.syncs[0]
+    assert web.schedule == reconcile.Schedule(
+        interval=300, retry_interval=30, drift_interval=7200, depends_on=("db", "cache"), suspend=True
+    )
+    assert web.health_checks == (reconcile.ObjectRef("apps/v1", "Deployment", "web", "app"),)
+    assert (web.rollback, web.source.secret_ref, web.namespace) == ("onHealthFailure", "pull", "runners")
+    assert loaded.syncs[1].schedule == reconcile.Schedule(interval=300)
+    assert loaded.runner == config.RunnerSettings(namespace="runners", concurrency=2)
+    assert loaded.digest == "sha256:" + hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def test_without_a_runner_document_the_settings_are_the_defaults(tmp_path: Path) -> None:
+    loaded = config.load(_file(tmp_path, _sync("web")))
+    assert loaded.runner == config.RunnerSettings()
+    assert (loaded.runner.metrics_address, loaded.runner.webhook_address) == (":8080", ":9292")
+    assert loaded.runner.webhook.secret_ref is None and loaded.syncs[0].namespace is None
+
+
+def test_verify_secret_ref_defers_the_policy_to_the_pass(tmp_path: Path) -> None:
+    text = _sync("web").replace("verify: {insecureSkip: true}", "verify: {secretRef: {name: keys}}")
+    (sync,) = config.load(_file(tmp_path, text)).syncs
+    assert (sync.source.policy, sync.source.verify_secret_ref) == (None, "keys")
+    both = _sync("web").replace("verify: {insecureSkip: true}", "verify: {secretRef: {name: k}, key: a.pub}")
+    assert _problems(_file(tmp_path, both)) == [
+        f"{tmp_path}/syncs.yaml:7: Sync/web: spec.verify.secretRef cannot be combined with spec.verify.key, "
+        "the keyless fields or spec.verify.insecureSkip"
+    ]
+
+
+def test_interval_is_required(tmp_path: Path) -> None:
+    path = _file(tmp_path, _sync("web").replace("  interval: 5m\n", ""))
+    assert _problems(path) == [f"{path}:4: Sync/web: spec.interval: required field is missing"]
+
+
+def test_unknown_field_with_did_you_mean(tmp_path: Path) -> None:
+    path = _file(tmp_path, _sync("web", "  prnue: true\n"))
+    assert _problems(path) == [f"{path}:8: Sync/web: spec.prnue: unknown field; did you mean prune?"]
+
+
+def test_duplicate_names_are_named(tmp_path: Path) -> None:
+    path = _file(tmp_path, _sync("web"), _sync("web"))
+    assert _problems(path) == [
+        f"{path}:11: Sync/web: metadata.name: duplicate name 'web' (first at {path}:3); "
+        "sync names must be unique"
+    ]
+
+
+def test_depends_on_an_unknown_sync(tmp_path: Path) -> None:
+    path = _file(tmp_path, _sync("web", "  dependsOn: [dbb]\n"), _sync("db"))
+    assert _problems(path) == [
+        f"{path}:8: Sync/web: spec.dependsOn[0]: no Sync named 'dbb' in this file; did you mean db?"
+    ]
+
+
+@pytest.mark.parametrize(
+    ("deps", "cycle"),
+    [
+        ({"a": "[b]", "b": "[a]"}, "a -> b -> a"),
+        ({"a": "[a]", "b": "[]"}, "a -> a"),
+        ({"a": "[b]", "b": "[c]", "c": "[b]"}, "b -> c -> b"),
+        ({"a": "[b, c]", "b": "[]", "c": "[{name: a}]"}, "a -> c -> a"),
+    ],
+)
+def test_depends_on_cycles_are_named(tmp_path: Path, deps: dict[str, str], cycle: str) -> None:
+    path = _file(tmp_path, *(_sync(name, f"  dependsOn: {d}\n") for name, d in deps.items()))
+    (problem,) = _problems(path)
+    assert problem.endswith(f"spec.dependsOn: dependency cycle {cycle}")
+
+
+def test_at_most_one_runner_document(tmp_path: Path) -> None:
+    runner = "apiVersion: lockgate.dev/v1alpha1\nkind: Runner\n"
+    path = _file(tmp_path, _sync("web"), runner, runner)
+    assert _problems(path) == [
+        f"{path}:12: Runner: at most one Runner document per file (the first is at line 9)"
+    ]
+
+
+def test_runner_settings_are_validated(tmp_path: Path) -> None:
+    runner = (
+        "apiVersion: lockgate.dev/v1alpha1\nkind: Runner\n"
+        "spec: {logFormat: yaml, metricsAddress: localhost, webhook: {secretRef: {name: token}}}\n"
+    )
+    assert _problems(_file(tmp_path, _sync("web"), runner)) == [
+        f"{tmp_path}/syncs.yaml:11: Runner: spec.metricsAddress: 'localhost' does not match ^[^:]*:[0-9]+$",
+        f"{tmp_path}/syncs.yaml:11: Runner: spec.logFormat: expected one of text, json; got 'yaml'",
+    ]
+    ok = runner.replace("logFormat: yaml, metricsAddress: localhost", "logFormat: json, metricsAddress: ':0'")
+    settings = config.load(_file(tmp_path, _sync("web"), ok)).runner
+    assert (settings.log_format, settings.metrics_address, settings.webhook.secret_ref) == (
+        "json",
+        ":0",
+        "token",
+    )
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("- a\n", "syncs.yaml:1: expected a Sync or Runner document (a mapping), got a list"),
+        ("kind: Sync\nmetadata: {name: a}\n", "syncs.yaml:1: Sync/a: apiVersion: required field is missing"),
+        (
+            "apiVersion: lockgate.dev/v1alpha1\nkind: Sink\n",
+            "syncs.yaml:2: Sink: kind: expected Sync or Runner",
+        ),
+        ("apiVersion: lockgate.dev/v1alpha1\nkind: Runner\n", "syncs.yaml: no Sync documents"),
+        ("a: [1\n", "syncs.yaml:2:1: invalid YAML"),
+    ],
+)
+def test_what_is_not_a_config_file(tmp_path: Path, text: str, expected: str) -> None:
+    (problem,) = _problems(_file(tmp_path, text))
+    assert problem.startswith(f"{tmp_path}/{expected}")

@@ -1,0 +1,220 @@
+"""The kinds of a ``--config`` file, declared once: ``Sync`` (what to keep converged) and ``Runner``.
+
+Each field is declared with ``lockgate.model.attr``: its YAML name, description, default and
+constraints. ``runner.pipeline.config`` decodes the file into these values and turns each
+Sync into ``SyncOptions``; ``runner.pipeline.schema`` renders the JSON Schema and the
+markdown reference from the same declarations. The names follow Flux's OCIRepository and
+Kustomization where the meaning is the same (``interval``, ``dependsOn``, ``secretRef``,
+``verify.secretRef``, ``healthChecks``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar, Literal
+
+from lockgate.model import attr
+from runner.plan import prune_plan
+
+API_VERSION = "lockgate.dev/v1alpha1"
+#: a sync's name becomes ``lockgate-<name>`` (the inventory Secret, the Lease): a DNS label
+NAME_PATTERN = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
+NAME_MAX = 63 - len("lockgate-")
+ADDRESS = r"^[^:]*:[0-9]+$"
+
+
+@dataclass(frozen=True)
+class Metadata:
+    """The document's identity."""
+
+    name: str = attr(
+        "name",
+        "The sync's name: a DNS label (it names the inventory Secret lockgate-NAME and the Lease).",
+        required=True,
+        pattern=NAME_PATTERN,
+        max_length=NAME_MAX,
+    )
+
+
+@dataclass(frozen=True)
+class RunnerMetadata:
+    """The Runner document's identity (the name is informational)."""
+
+    name: str | None = attr("name", "Informational.")
+
+
+@dataclass(frozen=True)
+class Verify:
+    """Who must have signed the artifact (cosign key, Sigstore keyless identity, or Secret of keys)."""
+
+    key: str | None = attr("key", "Path of a cosign public key file (PEM).")
+    identity: str | None = attr("identity", "Keyless: the certificate identity (SAN), exactly.")
+    identity_regexp: str | None = attr(
+        "identityRegexp",
+        "Keyless: the certificate identity, as a Go regular expression over the whole value.",
+    )
+    issuer: str | None = attr("issuer", "Keyless: the OIDC issuer, exactly.")
+    issuer_regexp: str | None = attr("issuerRegexp", "Keyless: the OIDC issuer, as a Go regular expression.")
+    trusted_root: str | None = attr(
+        "trustedRoot", "Keyless: a trusted_root.json for a private Sigstore (default: the public one)."
+    )
+    insecure_skip: bool = attr("insecureSkip", "Apply unsigned artifacts (not recommended).", default=False)
+    secret_ref: str | None = attr(
+        "secretRef",
+        "A Secret whose every *.pub entry is a cosign public key; any one of them verifying suffices "
+        "(as Flux's OCIRepository verify.secretRef). Read at each pass.",
+        reference=True,
+    )
+
+
+@dataclass(frozen=True)
+class DependsOn:
+    """A sync of the same file that must be applied and healthy first."""
+
+    __shorthand__: ClassVar[str] = "name"
+    name: str = attr("name", "The other sync's metadata.name.", required=True)
+
+
+@dataclass(frozen=True)
+class HealthCheck:
+    """An extra object to wait for after applying (as Flux's healthChecks)."""
+
+    api_version: str = attr("apiVersion", "The object's apiVersion.", required=True)
+    kind: str = attr("kind", "The object's kind.", required=True)
+    name: str = attr("name", "The object's name.", required=True)
+    namespace: str | None = attr("namespace", "The object's namespace (namespaced kinds).")
+
+
+@dataclass(frozen=True)
+class SyncSpec:
+    """What to keep converged: an OCI artifact, how to verify it, how to apply it, and when."""
+
+    url: str = attr(
+        "url",
+        "The artifact: oci://REGISTRY/REPO, with :TAG or @sha256:DIGEST.",
+        required=True,
+        pattern="^oci://",
+    )
+    semver: str | None = attr(
+        "semver", "Pick the highest tag in this semver range (Flux OCIRepository rules)."
+    )
+    path: str | None = attr("path", "The directory of the artifact to apply (default: its root).")
+    namespace: str | None = attr(
+        "namespace",
+        "The runner namespace: where the inventory Secret, Events, Lease and referenced Secrets live "
+        "(default: the Runner document's namespace, else the service account's, else lockgate-system).",
+    )
+    target_namespace: str | None = attr(
+        "targetNamespace", "Set this namespace on every namespaced object (as Flux's targetNamespace)."
+    )
+    prune: bool = attr("prune", "Delete objects that left the artifact.", default=False)
+    wait: bool = attr("wait", "Wait until every applied object is healthy.", default=False)
+    timeout: float = attr("timeout", "How long to wait for health.", default=300.0, duration=True)
+    force: bool = attr("force", "Recreate objects whose immutable fields changed.", default=False)
+    allow_mass_prune: bool = attr(
+        "allowMassPrune", "Allow a pass to prune more than maxPruneShare of the set.", default=False
+    )
+    max_prune_share: float = attr(
+        "maxPruneShare",
+        "The largest share of the previous set one pass may prune.",
+        default=prune_plan.DEFAULT_MAX_SHARE,
+        exclusive_minimum=0,
+        maximum=1,
+    )
+    interval: float = attr("interval", "How often to check the source.", required=True, duration=True)
+    retry_interval: float | None = attr(
+        "retryInterval",
+        "After a failure (default: interval), doubled per consecutive failure up to interval.",
+        duration=True,
+    )
+    drift_interval: float = attr(
+        "driftInterval",
+        "A full pull, verify and apply while the digest is unchanged (drift correction).",
+        default=3600.0,
+        duration=True,
+    )
+    depends_on: tuple[DependsOn, ...] = attr(
+        "dependsOn",
+        "Syncs that must be applied and healthy first (names, or {name: ...} as Flux).",
+        factory=tuple,
+    )
+    suspend: bool = attr("suspend", "Do not run this sync on its schedule.", default=False)
+    health_checks: tuple[HealthCheck, ...] = attr(
+        "healthChecks", "Extra objects to wait for after applying.", factory=tuple
+    )
+    rollback: Literal["none", "onHealthFailure"] = attr(
+        "rollback",
+        "onHealthFailure: re-apply the last healthy digest when a new one fails its health checks.",
+        default="none",
+    )
+    secret_ref: str | None = attr(
+        "secretRef",
+        "A kubernetes.io/dockerconfigjson Secret with the registry credentials (as Flux's OCIRepository). "
+        "Read at each pass, held in memory only.",
+        reference=True,
+    )
+    verify: Verify = attr("verify", "Signature verification; fails closed without a policy.", factory=Verify)
+
+
+@dataclass(frozen=True)
+class SyncDocument:
+    """A Sync: one OCI artifact kept converged in the cluster."""
+
+    api_version: Literal["lockgate.dev/v1alpha1"] = attr("apiVersion", "lockgate.dev/v1alpha1", required=True)
+    kind: Literal["Sync"] = attr("kind", "Sync", required=True)
+    metadata: Metadata = attr("metadata", "The sync's name.", required=True, factory=Metadata)
+    spec: SyncSpec = attr("spec", "What to keep converged and how.", required=True, factory=SyncSpec)
+
+
+@dataclass(frozen=True)
+class WebhookSettings:
+    """The webhook receiver (POST /hook/SYNC)."""
+
+    secret_ref: str | None = attr(
+        "secretRef",
+        "A Secret in the runner namespace whose 'token' entry authenticates hooks (as Flux's Receiver); "
+        "without it hooks are off.",
+        reference=True,
+    )
+
+
+@dataclass(frozen=True)
+class RunnerSettings:
+    """Process settings of lockgate serve (at most one Runner document per file)."""
+
+    namespace: str | None = attr(
+        "namespace", "The default runner namespace for syncs without spec.namespace."
+    )
+    metrics_address: str = attr(
+        "metricsAddress",
+        "Listen address of /metrics, /healthz and /readyz.",
+        default=":8080",
+        pattern=ADDRESS,
+    )
+    webhook_address: str = attr(
+        "webhookAddress",
+        "Listen address of /hook/SYNC; may equal metricsAddress (one server).",
+        default=":9292",
+        pattern=ADDRESS,
+    )
+    webhook: WebhookSettings = attr("webhook", "The webhook receiver.", factory=WebhookSettings)
+    concurrency: int = attr("concurrency", "Passes at once.", default=4, minimum=1)
+    max_body_bytes: int = attr(
+        "maxBodyBytes", "The largest webhook body accepted (413 above).", default=1_048_576, minimum=1
+    )
+    log_format: Literal["text", "json"] = attr(
+        "logFormat", "Log lines as text or JSON (the --log-format flag wins).", default="text"
+    )
+
+
+@dataclass(frozen=True)
+class RunnerDocument:
+    """A Runner: settings of the process that runs the syncs."""
+
+    api_version: Literal["lockgate.dev/v1alpha1"] = attr("apiVersion", "lockgate.dev/v1alpha1", required=True)
+    kind: Literal["Runner"] = attr("kind", "Runner", required=True)
+    metadata: RunnerMetadata = attr("metadata", "Optional.", factory=RunnerMetadata)
+    spec: RunnerSettings = attr("spec", "The settings.", factory=RunnerSettings)
+
+
+KINDS: dict[str, type] = {"Sync": SyncDocument, "Runner": RunnerDocument}

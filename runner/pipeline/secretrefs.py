@@ -1,0 +1,92 @@
+"""Cluster-native inputs of a pass: registry credentials and cosign keys from Secrets.
+
+A Sync's ``spec.secretRef`` names a ``kubernetes.io/dockerconfigjson`` Secret (Flux's
+OCIRepository ``secretRef``) and ``spec.verify.secretRef`` a Secret whose every ``*.pub``
+entry is a cosign public key (Flux's ``verify.secretRef``). Both are read at each pass through
+the pass's ``Kube`` client, because Secrets rotate; their values live only in memory (never a
+file, never a message). Errors name ``Secret/NS/NAME`` and the Sync field to fix. A missing or
+unusable credentials Secret is an ``AuthError``; a keys Secret, a ``VerificationError``
+(verification fails closed).
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+
+from lockgate.errors import AuthError, LockgateError, UsageError, VerificationError
+from lockgate.registry import credentials
+from lockgate.signing.policy import KeySetPolicy
+from runner.kube.client import Kube
+from runner.kube.discovery import SECRET
+
+DOCKER_CONFIG_JSON = "kubernetes.io/dockerconfigjson"
+DOCKER_CONFIG_KEY = ".dockerconfigjson"
+CREDENTIALS_FIELD = "spec.secretRef.name"
+KEYS_FIELD = "spec.verify.secretRef.name"
+
+
+class SecretReader:
+    """The Secrets of one runner namespace, read through ``kube``."""
+
+    def __init__(self, kube: Kube, namespace: str) -> None:
+        self.kube = kube
+        self.namespace = namespace
+
+    def where(self, name: str, field: str) -> str:
+        return f"Secret/{self.namespace}/{name} ({field})"
+
+    def read(
+        self,
+        name: str,
+        *,
+        field: str,
+        secret_type: str | None = None,
+        error: type[LockgateError] = UsageError,
+    ) -> dict[str, bytes]:
+        """The decoded ``data`` of Secret ``name``; ``error`` when it is missing or not ``secret_type``."""
+        where = self.where(name, field)
+        secret = self.kube.get(SECRET, self.namespace, name)
+        if secret is None:
+            raise error(f"{where}: not found")
+        found_type = secret.get("type") or "Opaque"
+        if secret_type is not None and found_type != secret_type:
+            raise error(f"{where}: is of type {found_type}, expected {secret_type}")
+        data = secret.get("data") or {}
+        decoded: dict[str, bytes] = {}
+        for key, value in data.items() if isinstance(data, dict) else ():
+            try:
+                decoded[str(key)] = base64.b64decode(str(value), validate=True)
+            except binascii.Error:
+                raise error(f"{where}: entry {key!r} is not base64") from None
+        return decoded
+
+    def registry_credentials(self, name: str, host: str) -> credentials.Credentials:
+        """The credentials for ``host`` in dockerconfigjson Secret ``name``."""
+        where = self.where(name, CREDENTIALS_FIELD)
+        data = self.read(name, field=CREDENTIALS_FIELD, secret_type=DOCKER_CONFIG_JSON, error=AuthError)
+        config = data.get(DOCKER_CONFIG_KEY)
+        if config is None:
+            raise AuthError(f"{where}: has no {DOCKER_CONFIG_KEY} entry")
+        try:
+            found = credentials.from_docker_config(config, host, origin=f"{where}: {DOCKER_CONFIG_KEY}")
+        except UsageError as exc:
+            raise AuthError(exc.message) from None
+        if found is None:
+            hosts = credentials.auth_hosts(config)
+            has = f"it has entries for {', '.join(hosts)}" if hosts else "it has no entries"
+            raise AuthError(f"{where}: {DOCKER_CONFIG_KEY} has no credentials for {host} ({has})")
+        return found
+
+    def key_policy(self, name: str) -> KeySetPolicy:
+        """Every ``*.pub`` entry of Secret ``name`` as one policy: any key verifying suffices."""
+        where = self.where(name, KEYS_FIELD)
+        data = self.read(name, field=KEYS_FIELD, error=VerificationError)
+        pems = {key: value for key, value in data.items() if key.endswith(".pub")}
+        if not pems:
+            entries = ", ".join(sorted(data)) or "none"
+            raise VerificationError(f"{where}: has no *.pub entries (entries: {entries})")
+        try:
+            return KeySetPolicy.from_pems(pems, source=f"Secret/{self.namespace}/{name}")
+        except UsageError as exc:
+            raise VerificationError(f"{exc.message} ({KEYS_FIELD})") from None
