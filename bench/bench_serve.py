@@ -14,8 +14,8 @@ Each tool runs alone (the other's processes stopped), in the same world, Flux fi
 - *converge from cold*: the sync objects (Flux's custom resources, lockgate's config file)
   exist before the processes start; the clock runs from process start until all N x M
   ConfigMaps exist in the target namespace (counted through the API server's watch cache)
-  and every sync says Ready (Flux: every Kustomization's Ready condition; lockgate: every
-  ``lockgate_sync_info{ready="true"}``, when its /metrics answers);
+  and every sync has said Ready (Flux: every Kustomization has reported Ready=True with a
+  lastAppliedRevision at least once; lockgate: every ``lockgate_sync_info{ready="true"}``);
 - *idle*: after a settle time, a window with nothing changing (5 minutes by default):
   CPU as % of one core from ``/proc/<pid>/stat`` (both Flux controllers summed), peak RSS
   (``VmHWM``; for Flux the two controllers' peaks added, which bounds their joint peak from
@@ -56,6 +56,7 @@ from bench import flux
 from bench.common import BenchResult, markdown_table, push_objects
 from bench.observe import (
     ApiServer,
+    NameWatch,
     by_label,
     cpu_seconds,
     delta,
@@ -110,6 +111,9 @@ class Phase:
     registry_requests: dict[str, int] = field(default_factory=dict)
     #: lockgate's own lockgate_registry_requests_total, by verb
     own_registry_requests: dict[str, int] = field(default_factory=dict)
+    #: work done in the idle window: Flux's controller_runtime_reconcile_total by controller,
+    #: lockgate's lockgate_passes_total by outcome
+    passes: dict[str, int] = field(default_factory=dict)
     apiserver_requests: int = 0
     hook_s: list[float] = field(default_factory=list)
     hook_apply_s: list[float] = field(default_factory=list)
@@ -168,7 +172,7 @@ def repository_url(world: World, index: int) -> str:
 
 
 def _wait_converged(
-    api: ApiServer,
+    watch: NameWatch,
     *,
     target: str,
     expected: int,
@@ -180,13 +184,10 @@ def _wait_converged(
 ) -> None:
     """Poll until ``expected`` ConfigMaps exist in ``target`` and ``ready()``; fill the phase's times."""
     deadline = started + timeout
-    last = -1
     while True:
         alive()
         now = time.monotonic()
-        count = api.count("/api/v1/configmaps", namespace=target, label_selector=LABEL)
-        if count != last:
-            last = count
+        count = watch.count()
         if count >= expected and not phase.objects_s:
             phase.objects_s = round(now - started, 2)
         if phase.objects_s and ready():
@@ -198,7 +199,11 @@ def _wait_converged(
                 f"{phase.tool}: {count}/{expected} ConfigMaps in {target} after {timeout:.0f}s"
                 + ("" if count < expected else " (all objects there, not every sync Ready)")
             )
-        time.sleep(0.5)
+        time.sleep(0.2)
+
+
+def configmap_watch(api: ApiServer, target: str) -> NameWatch:
+    return NameWatch(api, f"/api/v1/namespaces/{target}/configmaps", label_selector=LABEL)
 
 
 def _idle(
@@ -210,13 +215,14 @@ def _idle(
     client_counts: Callable[[], dict[str, int]],
     registry_log: Path,
     own_registry_counts: Callable[[], dict[str, int]] = dict,
+    pass_counts: Callable[[], dict[str, int]] = dict,
     alive: Callable[[], None],
 ) -> None:
     time.sleep(options.settle)
     alive()
     cpu0 = [cpu_seconds(p) for p in pids]
     client0, api0 = client_counts(), api.requests_total()
-    registry0, own0 = registry_requests(registry_log), own_registry_counts()
+    registry0, own0, passes0 = registry_requests(registry_log), own_registry_counts(), pass_counts()
     t0 = time.monotonic()
     end = t0 + options.idle
     while time.monotonic() < end:
@@ -229,6 +235,7 @@ def _idle(
         k: v for k, v in delta(registry_requests(registry_log), registry0).items() if v
     }
     phase.own_registry_requests = delta(own_registry_counts(), own0)
+    phase.passes = delta(pass_counts(), passes0)
     phase.apiserver_requests = api.requests_total() - api0
     phase.cpu_percent_each = [round((b - a) * 100 / phase.idle_s, 3) for a, b in zip(cpu0, cpu1, strict=True)]
     phase.cpu_percent = round(sum(phase.cpu_percent_each), 3)
@@ -270,15 +277,21 @@ def run_flux(world: World, options: Options, workdir: Path) -> Phase:
     manifest = workdir / "flux-syncs.yaml"
     manifest.write_text(yaml.safe_dump_all(docs))
     cluster.kubectl("apply", "--server-side", "-f", str(manifest))
-    controllers = flux.start_controllers(cluster, workdir / "flux")
+    watch = configmap_watch(api, TARGET["flux"]).start()
     try:
+        controllers = flux.start_controllers(cluster, workdir / "flux")
+    except BaseException:
+        watch.stop()
+        raise
+    try:
+        seen: set[str] = set()
 
         def all_ready() -> bool:
-            ready, total = flux.ready_count(api, "kustomize.toolkit.fluxcd.io/v1/kustomizations")
-            return ready == total == options.syncs
+            done, total = flux.applied(api, seen)
+            return done == total == options.syncs
 
         _wait_converged(
-            api,
+            watch,
             target=TARGET["flux"],
             expected=options.syncs * options.objects,
             started=controllers.started,
@@ -295,6 +308,7 @@ def run_flux(world: World, options: Options, workdir: Path) -> Phase:
             options,
             client_counts=controllers.client_requests,
             registry_log=world.registry.process.log,
+            pass_counts=controllers.reconciles,
             alive=controllers.check,
         )
         print(f"  flux: idle {phase.idle_s:.0f}s, cpu {phase.cpu_percent:.2f}%", flush=True)
@@ -321,6 +335,7 @@ def run_flux(world: World, options: Options, workdir: Path) -> Phase:
         # the idle peaks are read again: the hook rounds may have raised them
         phase.peak_rss_kib = [memory_kib(p, "VmHWM") for p in controllers.pids]
     finally:
+        watch.stop()
         controllers.stop()
     return phase
 
@@ -379,6 +394,9 @@ class Serve:
 
     def registry_requests(self) -> dict[str, int]:
         return by_label(self.metric("lockgate_registry_requests_total"), "verb", suffix="_total")
+
+    def passes(self) -> dict[str, int]:
+        return by_label(self.metric("lockgate_passes_total"), "outcome", suffix="_total")
 
     def ready_syncs(self) -> set[str]:
         return {
@@ -468,6 +486,7 @@ def run_lockgate(world: World, options: Options, workdir: Path) -> Phase:
             )
         )
         configs.append((config, f"127.0.0.1:{metrics_port}", f"127.0.0.1:{webhook_port}"))
+    watch = configmap_watch(api, TARGET["lockgate"]).start()
     started = time.monotonic()
     try:
         for replica, (config, metrics, webhook) in enumerate(configs):
@@ -496,7 +515,7 @@ def run_lockgate(world: World, options: Options, workdir: Path) -> Phase:
             return len(ready) >= options.syncs
 
         _wait_converged(
-            api,
+            watch,
             target=TARGET["lockgate"],
             expected=options.syncs * options.objects,
             started=started,
@@ -514,6 +533,7 @@ def run_lockgate(world: World, options: Options, workdir: Path) -> Phase:
             client_counts=lambda: _sum_counts(serves, Serve.api_requests),
             registry_log=world.registry.process.log,
             own_registry_counts=lambda: _sum_counts(serves, Serve.registry_requests),
+            pass_counts=lambda: _sum_counts(serves, Serve.passes),
             alive=alive,
         )
         print(f"  lockgate: idle {phase.idle_s:.0f}s, cpu {phase.cpu_percent:.2f}%", flush=True)
@@ -521,6 +541,7 @@ def run_lockgate(world: World, options: Options, workdir: Path) -> Phase:
             _hooks(world, serves[0], api, options, token, phase)
         phase.peak_rss_kib = [memory_kib(s.process.pid, "VmHWM") for s in serves]
     finally:
+        watch.stop()
         for serve in serves:
             serve.process.stop(timeout=30)
     return phase
@@ -620,6 +641,8 @@ def results(phases: dict[str, Phase]) -> list[BenchResult]:
                 "ours_registry_by_agent": ours.registry_requests,
                 "peer_registry_by_agent": peer.registry_requests,
                 "ours_registry_own_count": ours.own_registry_requests,
+                "ours_passes": ours.passes,
+                "peer_reconciles": peer.passes,
                 "apiserver_all_clients_per_min_ours_window": ours.per_minute(ours.apiserver_requests),
                 "apiserver_all_clients_per_min_peer_window": peer.per_minute(peer.apiserver_requests),
             },

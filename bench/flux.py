@@ -108,6 +108,15 @@ class FluxControllers:
                 counts[method] = counts.get(method, 0) + int(sample.value)
         return counts
 
+    def reconciles(self) -> dict[str, int]:
+        """controller-runtime's ``controller_runtime_reconcile_total`` by controller (both processes)."""
+        counts: dict[str, int] = {}
+        for address in self.metrics.values():
+            for sample in scrape(f"http://{address}/metrics", "controller_runtime_reconcile_total"):
+                controller = sample.labels.get("controller", "?")
+                counts[controller] = counts.get(controller, 0) + int(sample.value)
+        return counts
+
     def stop(self) -> None:
         for process in reversed(self.processes):
             process.stop()
@@ -177,15 +186,18 @@ def _healthy(address: str) -> bool:
         return bool(resp.status == 200)
 
 
-def ready_count(api: ApiServer, kind_path: str) -> tuple[int, int]:
-    """(Ready, total) of the objects at ``kind_path`` in flux-system.
+KUSTOMIZATIONS = "kustomize.toolkit.fluxcd.io/v1/kustomizations"
 
-    ``kind_path`` is group/version/plural, e.g. ``kustomize.toolkit.fluxcd.io/v1/kustomizations``.
-    """
-    items = api.list(f"/apis/{kind_path}", namespace=NAMESPACE)
-    ready = 0
+
+def applied(api: ApiServer, seen: set[str]) -> tuple[int, int]:
+    """(applied, total) Kustomizations: those that have applied their source's revision and said
+    Ready=True once (``seen`` keeps them: a Kustomization being reconciled again on its
+    interval says Unknown meanwhile, so with many of them all are rarely Ready at one instant)."""
+    items = api.list(f"/apis/{KUSTOMIZATIONS}", namespace=NAMESPACE)
     for item in items:
-        conditions = item.get("status", {}).get("conditions", [])
-        if any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions):
-            ready += 1
-    return ready, len(items)
+        status = item.get("status", {})
+        conditions = status.get("conditions", [])
+        ready = any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
+        if ready and status.get("lastAppliedRevision"):
+            seen.add(item["metadata"]["name"])
+    return len(seen), len(items)

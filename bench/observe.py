@@ -9,7 +9,9 @@ over a window divided by the window is the share of one core. Peak memory is ``V
 
 from __future__ import annotations
 
+import json
 import os
+import threading
 import time
 import urllib.request
 from collections.abc import Iterator, Sequence
@@ -25,6 +27,7 @@ from tests.world.kube import Cluster
 _TICKS = os.sysconf("SC_CLK_TCK")
 #: only metadata: counting thousands of objects stays cheap for the API server and for us
 _METADATA_LIST = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json"
+_METADATA_WATCH = "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,application/json"
 
 
 def cpu_seconds(pid: int) -> float:
@@ -161,3 +164,79 @@ def registry_requests(log: Path) -> dict[str, int]:
             agent = value.split("/", 1)[0].split()[0].strip('"') or "?"
         counts[agent] = counts.get(agent, 0) + 1
     return counts
+
+
+class NameWatch:
+    """The names of the objects one watch sees (metadata only), kept current by a thread.
+
+    Polling a list of thousands of objects every half second costs the API server (and the
+    2-core machine both tools share with it) more than the tools under test; one watch costs
+    an event per change.
+    """
+
+    def __init__(self, api: ApiServer, path: str, *, label_selector: str = "") -> None:
+        self.api = api
+        self.path = path
+        self.label_selector = label_selector
+        self.names: set[str] = set()
+        self.error = ""
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, daemon=True, name=f"watch {path}")
+        self._response: requests.Response | None = None
+
+    def start(self) -> NameWatch:
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._response is not None:
+            self._response.close()
+        self._thread.join(timeout=5)
+
+    def count(self) -> int:
+        with self._lock:
+            return len(self.names)
+
+    def _loop(self) -> None:
+        version = "0"
+        while not self._stop.is_set():
+            params = {"watch": "1", "resourceVersion": version, "allowWatchBookmarks": "true"}
+            if self.label_selector:
+                params["labelSelector"] = self.label_selector
+            if version == "0":
+                with self._lock:
+                    self.names.clear()
+            try:
+                with self.api.session.get(
+                    f"{self.api.server}{self.path}",
+                    params=params,
+                    headers={"Accept": _METADATA_WATCH},
+                    stream=True,
+                    timeout=(10, 120),
+                ) as resp:
+                    self._response = resp
+                    resp.raise_for_status()
+                    for line in resp.iter_lines():
+                        if self._stop.is_set():
+                            return
+                        if not line:
+                            continue
+                        event = json.loads(line)
+                        kind, obj = event.get("type"), event.get("object", {})
+                        meta = obj.get("metadata", {})
+                        if kind == "ERROR":
+                            version = "0"  # 410 Gone: start again from the watch cache
+                            break
+                        version = meta.get("resourceVersion", version)
+                        with self._lock:
+                            if kind in ("ADDED", "MODIFIED"):
+                                self.names.add(meta.get("name", ""))
+                            elif kind == "DELETED":
+                                self.names.discard(meta.get("name", ""))
+            except (requests.RequestException, ValueError) as exc:
+                if self._stop.is_set():
+                    return
+                self.error = str(exc)
+                time.sleep(0.5)
