@@ -24,14 +24,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import prometheus_client
+
 from lockgate import registry
 from lockgate.errors import Abandoned, LockgateError
 from runner.inventory import requested, store
 from runner.kube.client import Kube
-from runner.kube.discovery import SECRET
 from runner.pipeline import config as config_mod
 from runner.pipeline import reconcile as pipeline
-from runner.pipeline import source
+from runner.pipeline import secretrefs, source
 from runner.pipeline.result import Result
 from runner.serve import leases
 from runner.serve import log as log_mod
@@ -45,6 +46,8 @@ RELOAD_EVERY = 2.0
 READY_EVERY = 10.0
 HEARTBEAT_EVERY = 30.0
 TOKEN_CACHE_SECONDS = 30.0
+SECRET_CACHE_SECONDS = 60.0
+WEBHOOK_FIELD = "spec.webhook.secretRef.name"
 DEFAULT_GRACE = 25.0
 
 
@@ -91,12 +94,13 @@ class Service:
             dependency_ready=self._dependency_ready,
             observe=self._observe,
         )
-        self._registries: dict[tuple[str, str], registry.RegistryClient] = {}
+        self._registries: dict[tuple[str, str], tuple[float, registry.RegistryClient]] = {}
         self._registry_lock = threading.Lock()
         self._token: tuple[float, bytes | None] = (0.0, None)
         self._stop = threading.Event()
         self._watched: set[str] = set()
         self._api_counts: dict[str, int] = {}
+        self._registry_counts: dict[int, dict[str, int]] = {}
         #: sync name -> runner namespace, for syncs the configuration names
         self._namespaces: dict[str, str] = {}
         addresses = list(dict.fromkeys([settings.metrics_address, settings.webhook_address]))
@@ -149,7 +153,7 @@ class Service:
         for name in removed:
             self.metrics.forget(name, self._namespaces.get(name, self.namespace))
         for options in cfg.syncs:
-            namespace = pipeline.runner_namespace(options.namespace or cfg.runner.namespace)
+            namespace = pipeline.runner_namespace(options.namespace)
             if namespace not in self._watched:
                 self._watched.add(namespace)
                 threading.Thread(
@@ -167,9 +171,7 @@ class Service:
                 ready=False,
                 suspended=options.schedule.suspend,
             )
-        self._namespaces = {
-            o.name: pipeline.runner_namespace(o.namespace or cfg.runner.namespace) for o in cfg.syncs
-        }
+        self._namespaces = {o.name: pipeline.runner_namespace(o.namespace) for o in cfg.syncs}
 
     def reload(self) -> bool:
         """Load the file again if its bytes changed; a bad file is refused and the old one kept."""
@@ -225,22 +227,31 @@ class Service:
         return inventory.exists and inventory.last_result.get("status") == "Succeeded"
 
     def _registry(self, options: pipeline.SyncOptions) -> registry.RegistryClient:
+        """A client per host and credentials Secret, kept so checks reuse connections and tokens;
+        one built from a Secret is rebuilt after ``SECRET_CACHE_SECONDS`` (Secrets rotate)."""
         ref = registry.parse(options.source.url)
-        key = (ref.host, "")
+        secret = options.source.secret_ref or ""
+        key = (ref.host, f"{options.namespace}/{secret}" if secret else "")
+        now = time.monotonic()
         with self._registry_lock:
-            client = self._registries.get(key)
-            if client is None:
-                client = self._registries[key] = registry.RegistryClient.for_reference(ref)
-            return client
+            cached = self._registries.get(key)
+            if cached is not None and (not secret or now - cached[0] < SECRET_CACHE_SECONDS):
+                return cached[1]
+        creds = None
+        if secret:
+            reader = secretrefs.SecretReader(self.kube, pipeline.runner_namespace(options.namespace))
+            creds = reader.registry_credentials(secret, ref.host)
+        client = registry.RegistryClient.for_reference(ref, credentials=creds)
+        with self._registry_lock:
+            self._registries[key] = (now, client)
+        return client
 
     def _check(self, options: pipeline.SyncOptions) -> str:
         client = self._registry(options)
         return source.current_digest(options.source, client)
 
     def _run(self, options: pipeline.SyncOptions, requested_by_person: bool, guard: Any) -> Result:
-        namespace = pipeline.runner_namespace(options.namespace or self.config.runner.namespace)
-        if options.namespace is None and self.config.runner.namespace:
-            options = _with_namespace(options, namespace)
+        namespace = pipeline.runner_namespace(options.namespace)
         held: leases.Held | None = None
         if self.keeper is not None:
             held = self.keeper.hold(namespace, options.name)
@@ -267,7 +278,7 @@ class Service:
     def _observe(self, outcome: Outcome) -> None:
         state = outcome.state
         options = state.options
-        namespace = pipeline.runner_namespace(options.namespace or self.config.runner.namespace)
+        namespace = pipeline.runner_namespace(options.namespace)
         result = outcome.result
         fields: dict[str, Any] = {
             "sync": state.name,
@@ -318,15 +329,15 @@ class Service:
         if time.monotonic() - at < TOKEN_CACHE_SECONDS and token is not None:
             return token
         try:
-            secret = self.kube.get(SECRET, self.namespace, ref)
+            data = secretrefs.SecretReader(self.kube, self.namespace).read(ref, field=WEBHOOK_FIELD)
         except LockgateError as exc:
-            log.warning("cannot read the webhook Secret", extra={"secret": ref, "reason": exc.message})
+            log.warning("cannot read the webhook Secret", extra={"reason": exc.message})
             return token
-        token = config_mod.secret_value(secret, "token") if secret is not None else None
+        token = data.get("token")
         if token is None:
             log.warning(
-                "the webhook Secret has no 'token' key",
-                extra={"secret": f"{self.namespace}/{ref}"},
+                "the webhook Secret has no 'token' entry",
+                extra={"secret": f"{self.namespace}/{ref}", "field": WEBHOOK_FIELD},
             )
         self._token = (time.monotonic(), token)
         return token
@@ -374,10 +385,13 @@ class Service:
         self._api_counts = counts
         self.metrics.count_api({k: v for k, v in delta.items() if v})
         with self._registry_lock:
-            clients = list(self._registries.values())
+            clients = [client for _, client in self._registries.values()]
         for client in clients:
-            for verb, n in client.take_counts().items():
-                self.metrics.count_registry(verb, n)
+            seen = self._registry_counts.setdefault(id(client), {})
+            for verb, n in client.counts.items():
+                if n > seen.get(verb, 0):
+                    self.metrics.count_registry(verb, n - seen.get(verb, 0))
+                    seen[verb] = n
 
 
 def _refused(cfg: config_mod.Config, digest: str) -> config_mod.Config:
@@ -385,12 +399,6 @@ def _refused(cfg: config_mod.Config, digest: str) -> config_mod.Config:
     from dataclasses import replace
 
     return replace(cfg, digest=digest)
-
-
-def _with_namespace(options: pipeline.SyncOptions, namespace: str) -> pipeline.SyncOptions:
-    from dataclasses import replace
-
-    return replace(options, namespace=namespace)
 
 
 def run(
@@ -406,6 +414,8 @@ def run(
     A configuration that does not load is a ``UsageError`` before anything starts.
     """
     log_mod.configure(log_format or "text")
+    # Flux's controllers expose no *_created series; dashboards built for them expect none
+    prometheus_client.disable_created_metrics()  # type: ignore[no-untyped-call]
     service = Service(config_path, kubeconfig=kubeconfig, identity=identity, grace=grace)
     if log_format is None and service.config.runner.log_format != "text":
         log_mod.configure(service.config.runner.log_format)

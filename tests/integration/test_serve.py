@@ -11,6 +11,7 @@ import hmac
 import json
 import signal
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -134,9 +135,11 @@ def test_a_valid_reload_takes_effect_and_a_bad_one_is_refused(
         bad = sync_doc("a", a, runner_ns)
         bad["spec"]["prnue"] = True
         write_config(served.config, [runner, bad])
-        refused = served.wait_event(lambda e: e.get("msg", "").startswith("configuration refused"), what="refusal")
+        refused = served.wait_event(
+            lambda e: e.get("msg", "").startswith("configuration refused"), what="refusal"
+        )
         assert "prnue" in refused["reason"] and "did you mean prune" in refused["reason"]
-        assert 'lockgate_config_reloads_total{result="refused"} 1.0' in served.metrics()
+        assert 'lockgate_config_reloads_total{result="failure"} 1.0' in served.metrics()
         # the old configuration keeps running: both syncs, ready
         assert served.sync_ready("a") and served.sync_ready("c")
         assert served.readyz().status_code == 200
@@ -193,10 +196,10 @@ def _labelled(cluster: Cluster, ns: str) -> int:
 
 
 @pytest.fixture
-def own_cluster(tmp_path: Path) -> Cluster:
+def own_cluster(tmp_path: Path) -> Iterator[Cluster]:
     """A cluster of its own, for tests that restart the API server."""
     made = start_cluster(tmp_path / "cluster")
-    yield made  # type: ignore[misc]
+    yield made
     made.stop()
 
 
