@@ -111,21 +111,39 @@ class Kube:
         for page in self._pages(res, namespace, label_selector=label_selector, limit=limit):
             yield from page.get("items") or []
 
-    def snapshot(self, res: Resource, namespace: str = "", *, label_selector: str | None = None) -> Listed:
+    def snapshot(
+        self,
+        res: Resource,
+        namespace: str = "",
+        *,
+        label_selector: str | None = None,
+        field_selector: str | None = None,
+    ) -> Listed:
         """Every object at once, with the list's resourceVersion (to start a watch from)."""
         items: list[dict[str, Any]] = []
         version = ""
-        for page in self._pages(res, namespace, label_selector=label_selector, limit=500):
+        pages = self._pages(
+            res, namespace, label_selector=label_selector, field_selector=field_selector, limit=500
+        )
+        for page in pages:
             items.extend(page.get("items") or [])
             version = str((page.get("metadata") or {}).get("resourceVersion", ""))
         return Listed(items, version)
 
     def _pages(
-        self, res: Resource, namespace: str, *, label_selector: str | None, limit: int
+        self,
+        res: Resource,
+        namespace: str,
+        *,
+        label_selector: str | None,
+        limit: int,
+        field_selector: str | None = None,
     ) -> Iterator[dict[str, Any]]:
         params: dict[str, str] = {"limit": str(limit)}
         if label_selector:
             params["labelSelector"] = label_selector
+        if field_selector:
+            params["fieldSelector"] = field_selector
         while True:
             page = self.transport.request(
                 "GET", res.path(namespace), params=params, what="list", resource=res, namespace=namespace
@@ -162,12 +180,19 @@ class Kube:
         return response.status_code == 201, dict(response.json())
 
     def json_patch(
-        self, res: Resource, namespace: str, name: str, ops: list[dict[str, Any]]
+        self,
+        res: Resource,
+        namespace: str,
+        name: str,
+        ops: list[dict[str, Any]],
+        *,
+        manager: str | None = None,
     ) -> dict[str, Any]:
         self._before_write()
         response = self.transport.request(
             "PATCH",
             res.path(namespace, name),
+            params={"fieldManager": manager} if manager else None,
             body=ops,
             content_type=JSON_PATCH,
             resource=res,
@@ -198,16 +223,26 @@ class Kube:
             return False
 
     def watch(
-        self, res: Resource, namespace: str, *, label_selector: str, resource_version: str, timeout: int
+        self,
+        res: Resource,
+        namespace: str,
+        *,
+        label_selector: str | None = None,
+        field_selector: str | None = None,
+        resource_version: str,
+        timeout: int,
     ) -> WatchStream:
         """Open a watch from ``resource_version``; the server ends it after ``timeout`` seconds."""
         params = {
             "watch": "true",
-            "labelSelector": label_selector,
             "resourceVersion": resource_version,
             "timeoutSeconds": str(max(timeout, 1)),
             "allowWatchBookmarks": "true",
         }
+        if label_selector:
+            params["labelSelector"] = label_selector
+        if field_selector:
+            params["fieldSelector"] = field_selector
         response = self.transport.request(
             "GET",
             res.path(namespace),

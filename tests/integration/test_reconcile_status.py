@@ -39,6 +39,10 @@ RESULT_KEYS = {
     "health",
     "requests",
     "seconds",
+    "rolledBackFrom",
+    "rolledBackTo",
+    "skipped",
+    "notes",
 }
 COUNT_KEYS = {"created", "configured", "unchanged", "skipped", "deleted"}
 
