@@ -31,13 +31,14 @@ from runner.plan import schedule
 log = logging.getLogger("lockgate.serve")
 
 #: outcomes, as ``lockgate_passes_total{outcome}`` counts them
-APPLIED, UNCHANGED, SKIPPED, FAILED, ABANDONED, WAITING = (
+APPLIED, UNCHANGED, SKIPPED, FAILED, ABANDONED, WAITING, ROLLED_BACK = (
     "applied",
     "unchanged",
     "skipped",
     "failed",
     "abandoned",
     "waiting",
+    "rolledBack",
 )
 
 
@@ -320,9 +321,16 @@ class Scheduler:
             state.last_seconds = result.seconds
             if result.digest:
                 state.digest, state.revision = result.digest, result.revision
-            rejected = getattr(result, "rejected", None)
-            if rejected is not None:
-                state.rejected = tuple(rejected)
+            # a digest rolled back from is not pulled again until a person asks or it changes
+            if result.rolled_back_from:
+                state.rejected = (*state.rejected[-4:], result.rolled_back_from)
+            if result.skipped and result.digest and error is None:
+                state.rejected = (*state.rejected[-4:], result.digest)
+                state.ready = False
+                state.reason = result.skipped
+                state.failures = 0
+                state.due = self._next(state)
+                return Outcome(state, SKIPPED, result, reason=result.skipped)
             if error is None:
                 state.failures = 0
                 state.ready = True
@@ -339,7 +347,7 @@ class Scheduler:
                 state.ready = False
                 state.reason = error.message.splitlines()[0]
                 state.due = self._next(state)
-                outcome = FAILED
+                outcome = ROLLED_BACK if result.rolled_back_to else FAILED
         return Outcome(state, outcome, result, reason=why)
 
     def _finish(

@@ -103,6 +103,8 @@ class Service:
         self._registry_counts: dict[int, dict[str, int]] = {}
         #: sync name -> runner namespace, for syncs the configuration names
         self._namespaces: dict[str, str] = {}
+        #: sync -> the requestedAt value a person set and the next pass answers
+        self._requests: dict[str, str] = {}
         addresses = list(dict.fromkeys([settings.metrics_address, settings.webhook_address]))
         self.http = HttpServers(
             build_app(self, self.metrics, max_body_bytes=settings.max_body_bytes), addresses
@@ -269,8 +271,15 @@ class Service:
             if lease is not None:
                 lease.guard()
 
+        requested_at = self._requests.pop(options.name, "") if requested_by_person else ""
         try:
-            return pipeline.reconcile(options, kube=self.kube, guard=check)
+            return pipeline.reconcile(
+                options,
+                kube=self.kube,
+                guard=check,
+                retry_rejected=requested_by_person,
+                requested_at=requested_at,
+            )
         finally:
             if held is not None:
                 held.release()
@@ -297,8 +306,9 @@ class Service:
                 "pass finished",
                 extra={**fields, "reason": outcome.reason},
             )
-        else:
-            self.metrics.observe_pass(options, Result(name=state.name, namespace=namespace), outcome.outcome)
+        elif outcome.outcome != "waiting":  # waiting for a dependency is not a pass
+            checked = Result(name=state.name, namespace=namespace, seconds=state.last_seconds)
+            self.metrics.observe_pass(options, checked, outcome.outcome)
             level = logging.WARNING if outcome.outcome == "failed" else logging.DEBUG
             log.log(level, "checked", extra={**fields, "reason": outcome.reason})
         self.metrics.set_sync_info(
@@ -312,6 +322,7 @@ class Service:
         )
 
     def _on_request(self, sync: str, value: str) -> None:
+        self._requests[sync] = value
         self.scheduler.trigger(sync, f"requestedAt {value}", requested=True)
 
     # ---- HTTP endpoints (runner.serve.http.Endpoints) -------------------------------------
