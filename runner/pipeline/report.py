@@ -7,6 +7,9 @@ from runner.pipeline.result import Result
 
 def table(result: Result) -> str:
     lines = [f"sync {result.name}" + (" (dry run: nothing was changed)" if result.dry_run else "")]
+    if result.skipped:
+        lines.append(f"  skipped: {result.skipped}")
+        return "\n".join(lines)
     if result.url:
         lines.append(f"  source:   {result.url}")
         lines.append(f"  revision: {result.revision}")

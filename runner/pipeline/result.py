@@ -28,6 +28,8 @@ class Result:
     requests: dict[str, int] = field(default_factory=dict)
     seconds: float = 0.0
     dry_run: bool = False
+    #: why the pass did not run, e.g. "held by <holder>" (its Lease): not a failure
+    skipped: str = ""
 
     @property
     def ok(self) -> bool:
@@ -42,6 +44,7 @@ class Result:
             "revision": self.revision,
             "verifiedBy": self.verified_by,
             "dryRun": self.dry_run,
+            "skipped": self.skipped or None,
             "ok": self.ok,
             "error": None
             if self.error is None

@@ -32,6 +32,7 @@ RESULT_KEYS = {
     "revision",
     "verifiedBy",
     "dryRun",
+    "skipped",
     "ok",
     "error",
     "counts",
