@@ -43,7 +43,7 @@ class Kube:
 
     def guarded(self, guard: Callable[[], None]) -> Kube:
         """A view sharing this client's connection and discovery that calls ``guard`` before
-        every write (apply, patch, create, delete); ``guard`` raises to stop the write, e.g.
+        every write (apply, patch, create, replace, delete); ``guard`` raises to stop the write, e.g.
         when the pass's Lease was lost or the runner is shutting down."""
         view = copy.copy(self)
         view._guard = guard
@@ -204,6 +204,19 @@ class Kube:
         self._before_write()
         response = self.transport.request(
             "POST", res.path(namespace), body=body, resource=res, namespace=namespace
+        )
+        return dict(response.json())
+
+    def replace(self, res: Resource, namespace: str, body: dict[str, Any]) -> dict[str, Any]:
+        """PUT the whole object; with ``metadata.resourceVersion`` set the server answers 409
+        (a ``KubeError`` with status 409) when someone else wrote it since it was read."""
+        self._before_write()
+        response = self.transport.request(
+            "PUT",
+            res.path(namespace, body["metadata"]["name"]),
+            body=body,
+            resource=res,
+            namespace=namespace,
         )
         return dict(response.json())
 

@@ -32,7 +32,8 @@ class Result:
     rolled_back_from: str = ""
     #: the revision applied instead
     rolled_back_to: str = ""
-    #: why the pass applied nothing although it found a digest (one that was rolled back); not a failure
+    #: why the pass applied nothing: its digest was rolled back, or its Lease is held by another
+    #: runner ("held by <holder>"); not a failure
     skipped: str = ""
     #: what else a person should know (a rejected digest retried, a digest from outside the history)
     notes: list[str] = field(default_factory=list)
@@ -50,6 +51,7 @@ class Result:
             "revision": self.revision,
             "verifiedBy": self.verified_by,
             "dryRun": self.dry_run,
+            "skipped": self.skipped or None,
             "ok": self.ok,
             "error": None
             if self.error is None
@@ -62,6 +64,5 @@ class Result:
             "seconds": round(self.seconds, 3),
             "rolledBackFrom": self.rolled_back_from,
             "rolledBackTo": self.rolled_back_to,
-            "skipped": self.skipped,
             "notes": list(self.notes),
         }

@@ -382,9 +382,9 @@ class Service:
             if self.membership is not None and now - last["heartbeat"] >= HEARTBEAT_EVERY:
                 last["heartbeat"] = now
                 try:
-                    before = self.membership.members()
+                    before = self.membership.live()
                     self.membership.heartbeat()
-                    if self.membership.members() != before:
+                    if self.membership.live() != before:
                         self.scheduler.wake()
                 except LockgateError as exc:
                     log.warning("membership heartbeat failed", extra={"reason": exc.message})

@@ -32,6 +32,7 @@ RESULT_KEYS = {
     "revision",
     "verifiedBy",
     "dryRun",
+    "skipped",
     "ok",
     "error",
     "counts",
@@ -41,7 +42,6 @@ RESULT_KEYS = {
     "seconds",
     "rolledBackFrom",
     "rolledBackTo",
-    "skipped",
     "notes",
 }
 COUNT_KEYS = {"created", "configured", "unchanged", "skipped", "deleted"}
