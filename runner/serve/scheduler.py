@@ -338,6 +338,7 @@ class Scheduler:
                 state.applied = schedule.Applied(result.digest, self._clock())
                 state.due = self._next(state)
                 outcome = APPLIED if result.changeset.changed else UNCHANGED
+                self._release_dependents(state.name)
             elif isinstance(error, Abandoned):
                 state.reason = error.message
                 state.due = self._clock() + state.options.schedule.interval
@@ -349,6 +350,13 @@ class Scheduler:
                 state.due = self._next(state)
                 outcome = ROLLED_BACK if result.rolled_back_to else FAILED
         return Outcome(state, outcome, result, reason=why)
+
+    def _release_dependents(self, name: str) -> None:
+        """Syncs waiting for ``name`` look again now, not after the dependency requeue."""
+        now = self._clock()
+        for other in self._states.values():
+            if name in other.options.schedule.depends_on and not other.running and not other.ready:
+                other.due = min(other.due, now)
 
     def _finish(
         self,

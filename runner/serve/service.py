@@ -44,7 +44,6 @@ log = logging.getLogger("lockgate.serve")
 
 RELOAD_EVERY = 2.0
 READY_EVERY = 10.0
-HEARTBEAT_EVERY = 30.0
 TOKEN_CACHE_SECONDS = 30.0
 SECRET_CACHE_SECONDS = 60.0
 WEBHOOK_FIELD = "spec.webhook.secretRef.name"
@@ -80,9 +79,18 @@ class Service:
         self.metrics = Metrics()
         self.health = Health()
         self.identity = identity or leases.default_identity()
-        self.keeper = leases.LeaseKeeper(self.kube, identity=self.identity) if leases_enabled else None
+        self.keeper = (
+            leases.LeaseKeeper(self.kube, identity=self.identity, duration=settings.lease_duration)
+            if leases_enabled
+            else None
+        )
         self.membership = (
-            leases.Membership(self.kube, namespace=self.namespace, identity=self.identity)
+            leases.Membership(
+                self.kube,
+                namespace=self.namespace,
+                identity=self.identity,
+                duration=settings.membership_duration,
+            )
             if leases_enabled
             else None
         )
@@ -164,15 +172,6 @@ class Service:
                     name=f"lockgate-requests-{namespace}",
                     daemon=True,
                 ).start()
-            self.metrics.set_sync_info(
-                options.name,
-                namespace,
-                options.source.url,
-                "",
-                "",
-                ready=False,
-                suspended=options.schedule.suspend,
-            )
         self._namespaces = {o.name: pipeline.runner_namespace(o.namespace) for o in cfg.syncs}
 
     def reload(self) -> bool:
@@ -379,7 +378,7 @@ class Service:
             if now - last["ready"] >= READY_EVERY:
                 last["ready"] = now
                 self._check_api()
-            if self.membership is not None and now - last["heartbeat"] >= HEARTBEAT_EVERY:
+            if self.membership is not None and now - last["heartbeat"] >= self.membership.duration / 3:
                 last["heartbeat"] = now
                 try:
                     before = self.membership.live()

@@ -131,7 +131,7 @@ class Served:
     def sync_ready(self, name: str) -> bool:
         for line in self.metrics().splitlines():
             if line.startswith("lockgate_sync_info{") and f'name="{name}"' in line:
-                return 'ready="true"' in line
+                return 'ready="True"' in line
         return False
 
     def wait_sync_ready(self, name: str, timeout: float = 60) -> None:
