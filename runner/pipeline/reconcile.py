@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from lockgate import registry
 from lockgate.diff.changeset import Action, ChangeSet
 from lockgate.errors import Abandoned, ClusterError, HealthError, LockgateError, RenderError, UsageError
 from lockgate.manifests import K8sObject, ObjectKey
@@ -322,6 +323,7 @@ def reconcile(
     guard: Callable[[], None] | None = None,
     retry_rejected: bool = False,
     requested_at: str = "",
+    registry_client: registry.RegistryClient | None = None,
 ) -> Result:
     """Run one pass; never raises ``LockgateError`` (it is in ``Result.error``).
 
@@ -330,7 +332,8 @@ def reconcile(
     before every write and raises ``Abandoned`` to stop the pass there (shutdown, Lease lost).
     A digest that was rolled back from is skipped unless ``retry_rejected``: a person asked,
     e.g. ``requested_at``, the inventory's ``lockgate.dev/requestedAt`` this pass answers (it
-    implies ``retry_rejected`` and is recorded as handled).
+    implies ``retry_rejected`` and is recorded as handled). ``registry_client`` is a client
+    for the source's registry to reuse (``serve`` keeps one per host, with its credentials).
     """
     # imported here: the rollback is built on ``Pass``
     from runner.pipeline import rollback
@@ -345,7 +348,7 @@ def reconcile(
         if options.source.needs_secrets:  # credentials or keys from Secrets: the cluster is read first
             client = client or Kube.from_kubeconfig(kubeconfig, pool=options.concurrency + 4)
             secrets = secretrefs.SecretReader(client, result.namespace)
-        fetched = source.fetch(options.source, secrets=secrets)
+        fetched = source.fetch(options.source, client=registry_client, secrets=secrets)
         result.url, result.digest, result.revision = fetched.url, fetched.digest, fetched.revision
         result.verified_by = fetched.verified_by
         if not fetched.objects and not options.prune:

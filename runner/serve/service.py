@@ -272,12 +272,19 @@ class Service:
 
         requested_at = self._requests.pop(options.name, "") if requested_by_person else ""
         try:
+            try:
+                client = self._registry(options)
+            except LockgateError as exc:  # e.g. the credentials Secret is missing
+                failed = Result(name=options.name, namespace=namespace, url=options.source.url)
+                failed.error = exc
+                return failed
             return pipeline.reconcile(
                 options,
                 kube=self.kube,
                 guard=check,
                 retry_rejected=requested_by_person,
                 requested_at=requested_at,
+                registry_client=client,
             )
         finally:
             if held is not None:

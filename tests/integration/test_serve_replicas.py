@@ -9,6 +9,7 @@ are many passes to compare, and replicas join and leave while they run.
 
 from __future__ import annotations
 
+import itertools
 import json
 import signal
 import time
@@ -44,7 +45,7 @@ def passes(replicas: list[Served]) -> dict[str, list[tuple[float, float, str]]]:
 def assert_never_overlapping(found: dict[str, list[tuple[float, float, str]]]) -> None:
     for sync, spans in found.items():
         spans.sort()
-        for (s1, e1, r1), (s2, e2, r2) in zip(spans, spans[1:], strict=False):
+        for (_, e1, r1), (s2, _, r2) in itertools.pairwise(spans):
             assert s2 >= e1 - 0.002, f"{sync}: a pass by {r2} started at {s2} before {r1}'s ended at {e1}"
 
 
@@ -92,7 +93,9 @@ def test_three_replicas_share_the_syncs_and_never_run_one_twice_at_once(
     per_sync = {item["metadata"]["name"]: item["spec"] for item in leases}
     assert {f"lockgate-s{i}" for i in range(9)} <= set(per_sync)
     assert any(spec.get("leaseTransitions", 0) >= 1 for spec in per_sync.values())
-    assert all(not spec.get("holderIdentity") for name, spec in per_sync.items() if name.startswith("lockgate-s"))
+    assert all(
+        not spec.get("holderIdentity") for name, spec in per_sync.items() if name.startswith("lockgate-s")
+    )
 
 
 def test_a_killed_replicas_syncs_move_to_another_after_expiry(
