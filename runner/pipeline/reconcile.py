@@ -94,9 +94,17 @@ def runner_namespace(explicit: str | None) -> str:
         return DEFAULT_NAMESPACE
 
 
+#: ``lockgate-runner-<identity>`` are the replicas' membership Leases
+RESERVED_PREFIX = "runner-"
+
+
 def check_name(name: str) -> None:
     if not _NAME.match(name) or len(name) > 63 - len("lockgate-"):
         raise UsageError(f"sync name {name!r} must be a DNS label of at most 54 characters (a-z, 0-9, -)")
+    if name.startswith(RESERVED_PREFIX):
+        raise UsageError(
+            f"sync name {name!r}: names starting with {RESERVED_PREFIX!r} are reserved for Leases"
+        )
 
 
 class Pass:

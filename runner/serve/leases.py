@@ -380,14 +380,11 @@ class Membership:
         return sorted(m for m, s in states.items() if s.live(now, skew=self.skew))
 
     def live(self) -> list[str]:
-        """The members as of the last ``heartbeat`` or ``members`` (listed once if never), with this
-        replica always among them; members whose Lease ran out since are dropped."""
+        """The members as of the last ``heartbeat`` or ``members``, with this replica always among
+        them; members whose Lease ran out since are dropped. Never a request: the scheduler asks
+        under its lock, and until the first listing succeeds this replica counts as alone."""
         with self._lock:
-            known = self._known
-        if known is None:
-            self.members()
-            with self._lock:
-                known = self._known or {}
+            known = self._known or {}
         now = self.clock()
         return sorted({self.identity, *(m for m, s in known.items() if s.live(now, skew=self.skew))})
 

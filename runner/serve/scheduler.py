@@ -234,7 +234,12 @@ class Scheduler:
                         break
                     if self._running >= self.concurrency:
                         break
-                    if not self._owns(state.name):
+                    try:
+                        owned = self._owns(state.name)
+                    except Exception:  # the scheduler must outlive any one question
+                        log.exception("ownership check failed", extra={"sync": state.name})
+                        owned = False
+                    if not owned:
                         state.reason = "run by another replica"
                         state.ready = False
                         state.due = now + state.options.schedule.interval

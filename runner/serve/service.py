@@ -124,7 +124,10 @@ class Service:
         self.metrics.reload(True)
         self._check_api()
         if self.membership is not None:
-            self.membership.heartbeat()
+            try:
+                self.membership.heartbeat()
+            except LockgateError as exc:  # the API server may come up later: not ready until then
+                log.warning("membership heartbeat failed", extra={"reason": exc.message.splitlines()[0]})
         self.http.start()
         self.scheduler.start()
         threading.Thread(target=self._housekeeping, name="lockgate-housekeeping", daemon=True).start()

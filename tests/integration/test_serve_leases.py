@@ -348,7 +348,7 @@ def test_the_cronjob_mode_skips_a_sync_another_runner_holds(
                 "apiVersion": "lockgate.dev/v1alpha1",
                 "kind": "Sync",
                 "metadata": {"name": "app"},
-                "spec": {"url": url, "namespace": runner, "verify": {"insecureSkip": True}},
+                "spec": {"url": url, "interval": "5m", "namespace": runner, "verify": {"insecureSkip": True}},
             }
         )
     )
