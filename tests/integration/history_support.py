@@ -58,7 +58,13 @@ def sync_file(path: Path, name: str, url: str, runner_ns: str, **spec: Any) -> P
         "apiVersion": "lockgate.dev/v1alpha1",
         "kind": "Sync",
         "metadata": {"name": name},
-        "spec": {"url": url, "interval": "5m", "namespace": runner_ns, "verify": {"insecureSkip": True}, **spec},
+        "spec": {
+            "url": url,
+            "interval": "5m",
+            "namespace": runner_ns,
+            "verify": {"insecureSkip": True},
+            **spec,
+        },
     }
     path.write_text(yaml.safe_dump(doc))
     return path
