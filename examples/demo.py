@@ -2,24 +2,34 @@
 
 Starts the world (registry, git remote, full cluster profile), then does each step of the
 Gitless flow that has landed, as a user would, through the ``lockgate`` CLI: push
-``examples/podinfo`` to the local registry, reconcile it into the local cluster, print what
-happened. A step whose command is not implemented yet is reported as next, not faked.
+``examples/podinfo`` to the local registry, sign it, reconcile it into the local cluster,
+then run ``lockgate serve`` with it and ``examples/hello``, roll a new release of hello out
+with one webhook call, and print ``lockgate status``. A step whose command is not
+implemented yet is reported as next, not faked.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import secrets
+import shutil
+import signal
 import subprocess
 import sys
+import tempfile
 import time
+import urllib.request
 from pathlib import Path
+
+import yaml
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from tests.world import binaries  # noqa: E402
 from tests.world.errors import WorldSetupError  # noqa: E402
+from tests.world.process import free_port  # noqa: E402
 from tests.world.world import World  # noqa: E402
 
 NOT_IMPLEMENTED = 69
@@ -37,6 +47,147 @@ def lockgate(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str
     if result.stderr and result.returncode != NOT_IMPLEMENTED:
         print(result.stderr.rstrip(), file=sys.stderr)
     return result
+
+
+def push_signed(source: Path, ref: str, verify_args: list[str], env: dict[str, str]) -> str | None:
+    """Push ``source`` to ``ref`` and sign the digest with the demo key (when there is one)."""
+    pushed = lockgate("push", str(source), ref, "--output", "json", env=env)
+    if pushed.returncode != 0:
+        return None
+    digest = str(json.loads(pushed.stdout)["digest"])
+    if verify_args[0] == "--verify-key":
+        key = verify_args[1].replace("cosign.pub", "cosign.key")
+        repo = ref.rsplit(":", 1)[0]
+        if lockgate("sign", f"{repo}@{digest}", "--key", key, env=env).returncode != 0:
+            return None
+    return digest
+
+
+def metric_ready(port: int, sync: str) -> bool:
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=2) as answer:
+            text = answer.read().decode()
+    except OSError:
+        return False
+    return any(
+        line.startswith("lockgate_sync_info{") and f'name="{sync}"' in line and 'ready="True"' in line
+        for line in text.splitlines()
+    )
+
+
+def serve_demo(world: World, env: dict[str, str], verify_args: list[str], ref: str) -> int:
+    """``lockgate serve`` with two syncs, a webhook-triggered rollout and ``lockgate status``."""
+    assert world.cluster is not None
+    step("lockgate serve: two syncs (demo, and hello which dependsOn demo), webhooks, metrics")
+    hello_ref = ref.replace("/podinfo:latest", "/hello:latest")
+    if push_signed(ROOT / "examples" / "hello", hello_ref, verify_args, env) is None:
+        return 1
+    token = secrets.token_hex(16)
+    world.cluster.kubectl("create", "namespace", "lockgate-system", check=False)
+    world.cluster.kubectl(
+        "create",
+        "secret",
+        "generic",
+        "lockgate-webhook",
+        "-n",
+        "lockgate-system",
+        f"--from-literal=token={token}",
+    )
+    metrics_port, webhook_port = free_port(), free_port()
+    verify = {"key": verify_args[1]} if verify_args[0] == "--verify-key" else {"insecureSkip": True}
+    docs: list[dict[str, object]] = [
+        {
+            "apiVersion": "lockgate.dev/v1alpha1",
+            "kind": "Runner",
+            "metadata": {"name": "runner"},
+            "spec": {
+                "namespace": "lockgate-system",
+                "metricsAddress": f"127.0.0.1:{metrics_port}",
+                "webhookAddress": f"127.0.0.1:{webhook_port}",
+                "webhook": {"secretRef": {"name": "lockgate-webhook"}},
+            },
+        },
+        {
+            "apiVersion": "lockgate.dev/v1alpha1",
+            "kind": "Sync",
+            "metadata": {"name": "demo"},
+            "spec": {"url": ref, "interval": "10m", "prune": True, "wait": True, "verify": verify},
+        },
+        {
+            "apiVersion": "lockgate.dev/v1alpha1",
+            "kind": "Sync",
+            "metadata": {"name": "hello"},
+            "spec": {
+                "url": hello_ref,
+                "interval": "10m",
+                "dependsOn": ["demo"],
+                "prune": True,
+                "wait": True,
+                "rollback": "onHealthFailure",
+                "verify": verify,
+            },
+        },
+    ]
+    config = world.directory / "lockgate.yaml"
+    config.write_text(yaml.safe_dump_all(docs, sort_keys=False))
+    print(config.read_text().rstrip())
+    log = world.directory / "serve.log"
+    with open(log, "wb") as out:
+        served = subprocess.Popen(
+            [*LOCKGATE, "serve", f"--config={config}"],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            env=env,
+            cwd=ROOT,
+        )
+    try:
+        deadline = time.monotonic() + 120
+        while not (metric_ready(metrics_port, "demo") and metric_ready(metrics_port, "hello")):
+            if served.poll() is not None or time.monotonic() > deadline:
+                print(log.read_text(), file=sys.stderr)
+                return 1
+            time.sleep(0.2)
+        print(log.read_text().rstrip())
+
+        step("a new release of hello: push, sign, then one webhook call (the interval is 10 minutes)")
+        with tempfile.TemporaryDirectory() as tmp:
+            release = Path(tmp) / "hello"
+            shutil.copytree(ROOT / "examples" / "hello", release)
+            cfg = release / "config.yaml"
+            cfg.write_text(cfg.read_text().replace("release 1", "release 2"))
+            if push_signed(release, hello_ref, verify_args, env) is None:
+                return 1
+        started = time.monotonic()
+        request = urllib.request.Request(
+            f"http://127.0.0.1:{webhook_port}/hook/hello",
+            data=b"{}",
+            method="POST",
+            headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"},
+        )
+        with urllib.request.urlopen(request, timeout=10) as answer:
+            print(f"POST /hook/hello -> {answer.status} {answer.read().decode()}")
+        while True:
+            out = world.cluster.kubectl(
+                "get", "configmap", "hello-config", "-n", "hello", "-o", "jsonpath={.data.MESSAGE}"
+            )
+            if "release 2" in out.stdout:
+                break
+            if time.monotonic() - started > 60:
+                print(log.read_text(), file=sys.stderr)
+                return 1
+            time.sleep(0.05)
+        print(f"applied {time.monotonic() - started:.2f}s after the webhook: MESSAGE={out.stdout!r}")
+
+        step("lockgate status (read from the inventory Secrets)")
+        if lockgate("status", "-n", "lockgate-system", env=env).returncode != 0:
+            return 1
+        lockgate("status", "hello", "-n", "lockgate-system", env=env)
+    finally:
+        served.send_signal(signal.SIGTERM)
+        served.wait(30)
+    step("serve stopped on SIGTERM; its log")
+    print("\n".join(log.read_text().splitlines()[-6:]))
+    return 0
 
 
 def main() -> int:
@@ -117,6 +268,11 @@ def main() -> int:
                     break
                 if reconciled.returncode != 0:
                     return reconciled.returncode
+
+        if digest is not None and not pending:
+            code = serve_demo(world, env, verify_args, ref)
+            if code:
+                return code
 
         step("what the cluster runs now")
         deadline = time.monotonic() + 5

@@ -33,7 +33,9 @@ PLANNED: dict[str, str] = {
     "images": "Scan registries for new image tags and update setter markers.",
     "reconcile": "Pull a verified artifact and converge the cluster (one pass).",
     "serve": "Run reconcile passes continuously and serve health and metrics.",
-    "status": "Show what the runner last applied, pruned and found unhealthy.",
+    "status": "Show what the runner last applied, its health and history.",
+    "sync": "Ask lockgate serve for a pass of one sync now.",
+    "rollback": "Roll a sync back to an earlier digest, verified again.",
 }
 
 

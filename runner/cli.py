@@ -3,7 +3,8 @@
 Thin: flags become ``SyncOptions`` (``pipeline.config``), each pass is one
 ``pipeline.reconcile.reconcile`` call, and the result is printed as a table or JSON
 (``pipeline.report``). The exit code is that of the first failed pass
-(``lockgate.errors.ExitCode``).
+(``lockgate.errors.ExitCode``). With ``--config`` each pass holds its sync's Lease
+(``serve.leases``): a sync another runner is reconciling is skipped, not failed.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from lockgate.errors import Abandoned, LockgateError, UsageError
 from lockgate.signing.options import VerifyOptions
 from runner.pipeline import config, report
 from runner.pipeline import reconcile as pipeline
+from runner.serve import leases
 
 
 @click.command("reconcile")
@@ -111,7 +113,12 @@ def reconcile(
             concurrency=concurrency,
         )
         syncs = [sync]
-    results = [pipeline.reconcile(sync, kubeconfig=kubeconfig) for sync in syncs]
+    if config_path is not None and not dry_run:
+        # the CronJob mode: each pass under its sync's Lease, as ``serve`` runs them
+        keeper = leases.LeaseKeeper.from_kubeconfig(kubeconfig)
+        results = [leases.reconcile(keeper, sync, kubeconfig=kubeconfig) for sync in syncs]
+    else:
+        results = [pipeline.reconcile(sync, kubeconfig=kubeconfig) for sync in syncs]
     if output == "json":
         docs = [r.to_json() for r in results]
         click.echo(json.dumps(docs[0] if config_path is None else docs, indent=2))

@@ -25,6 +25,8 @@ FAILED_REASONS = {
     ExitCode.AUTH: "AuthFailed",
 }
 PRUNE_REFUSED = "PruneRefused"
+#: a Warning: a revision failed its health checks (or a person asked) and an earlier one was applied
+ROLLED_BACK = "RolledBack"
 
 
 def reason_for(error: LockgateError) -> str:

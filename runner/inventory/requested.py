@@ -2,9 +2,10 @@
 
 ``lockgate sync NAME`` writes the annotation on ``Secret/lockgate-NAME`` (as ``flux
 reconcile`` writes ``reconcile.fluxcd.io/requestedAt``); ``serve`` watches the inventory
-Secrets of each runner namespace and calls back when the value changes, so a request
-reaches the scheduler within the latency of a watch event. Values present when the
-watch starts are only remembered: a restart does not replay old requests.
+Secrets of each runner namespace and calls back for each request the inventory does not
+record as handled yet (``Inventory.request_pending``), so a request reaches the scheduler
+within the latency of a watch event, and one made while no runner was up is answered
+when it starts. Each value is reported once per watcher.
 """
 
 from __future__ import annotations
@@ -12,31 +13,33 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable
+from typing import Any
 
 from lockgate.errors import LockgateError
 from runner.kube.client import Kube
 from runner.kube.discovery import SECRET
 from runner.kube.watch import StreamBroken
 from runner.plan import applyset
+from runner.plan.inventory import MANAGED_BY, from_secret
 
-REQUESTED_AT = "lockgate.dev/requestedAt"
-MANAGED_BY = "app.kubernetes.io/managed-by=lockgate"
 WATCH_SECONDS = 300
+SELECTOR = f"{MANAGED_BY}=lockgate"
 
 log = logging.getLogger("lockgate.serve")
 
 
-def _sync_of(secret: dict[str, object]) -> tuple[str, str] | None:
-    metadata = secret.get("metadata")
-    if not isinstance(metadata, dict):
-        return None
-    name = str(metadata.get("name", ""))
+def pending_request(secret: dict[str, Any]) -> tuple[str, str] | None:
+    """(sync, requestedAt) when the inventory Secret carries a request not handled yet."""
+    name = str((secret.get("metadata") or {}).get("name", ""))
+    namespace = str((secret.get("metadata") or {}).get("namespace", ""))
     prefix = applyset.parent_name("")
     if not name.startswith(prefix):
         return None
-    annotations = metadata.get("annotations") or {}
-    value = annotations.get(REQUESTED_AT, "") if isinstance(annotations, dict) else ""
-    return name[len(prefix) :], str(value)
+    try:
+        inventory = from_secret(secret, name[len(prefix) :], namespace)
+    except LockgateError:
+        return None  # not ours or unreadable: the pass reports that
+    return (inventory.name, inventory.requested_at) if inventory.request_pending else None
 
 
 def watch_requests(
@@ -51,26 +54,25 @@ def watch_requests(
     watches from the list's resourceVersion; a broken or expired watch lists
     again (new values seen in the gap are reported then), an unreachable cluster is retried.
     """
-    seen: dict[str, str] = {}
-    first = True
+    reported: set[tuple[str, str]] = set()
+
+    def look(secret: dict[str, Any]) -> None:
+        found = pending_request(secret)
+        if found is not None and found not in reported:
+            reported.add(found)
+            on_request(*found)
+
     delay = 1.0
     while not stop.is_set():
         try:
-            listed = kube.snapshot(SECRET, namespace, label_selector=MANAGED_BY)
+            listed = kube.snapshot(SECRET, namespace, label_selector=SELECTOR)
             for item in listed.items:
-                found = _sync_of(item)
-                if found is None:
-                    continue
-                sync, value = found
-                if value and not first and seen.get(sync) != value:
-                    on_request(sync, value)
-                seen[sync] = value
-            first = False
+                look(item)
             delay = 1.0
             with kube.watch(
                 SECRET,
                 namespace,
-                label_selector=MANAGED_BY,
+                label_selector=SELECTOR,
                 resource_version=listed.resource_version,
                 timeout=WATCH_SECONDS,
             ) as stream:
@@ -78,12 +80,7 @@ def watch_requests(
                     if stop.is_set():
                         return
                     if event.type in ("ADDED", "MODIFIED"):
-                        found = _sync_of(event.object)
-                        if found is not None:
-                            sync, value = found
-                            if value and seen.get(sync) != value:
-                                on_request(sync, value)
-                            seen[sync] = value
+                        look(event.object)
                     elif event.type == "ERROR":
                         break  # 410 Gone and friends: list again
         except (LockgateError, StreamBroken) as exc:

@@ -43,7 +43,7 @@ class Kube:
 
     def guarded(self, guard: Callable[[], None]) -> Kube:
         """A view sharing this client's connection and discovery that calls ``guard`` before
-        every write (apply, patch, create, delete); ``guard`` raises to stop the write, e.g.
+        every write (apply, patch, create, replace, delete); ``guard`` raises to stop the write, e.g.
         when the pass's Lease was lost or the runner is shutting down."""
         view = copy.copy(self)
         view._guard = guard
@@ -111,21 +111,39 @@ class Kube:
         for page in self._pages(res, namespace, label_selector=label_selector, limit=limit):
             yield from page.get("items") or []
 
-    def snapshot(self, res: Resource, namespace: str = "", *, label_selector: str | None = None) -> Listed:
+    def snapshot(
+        self,
+        res: Resource,
+        namespace: str = "",
+        *,
+        label_selector: str | None = None,
+        field_selector: str | None = None,
+    ) -> Listed:
         """Every object at once, with the list's resourceVersion (to start a watch from)."""
         items: list[dict[str, Any]] = []
         version = ""
-        for page in self._pages(res, namespace, label_selector=label_selector, limit=500):
+        pages = self._pages(
+            res, namespace, label_selector=label_selector, field_selector=field_selector, limit=500
+        )
+        for page in pages:
             items.extend(page.get("items") or [])
             version = str((page.get("metadata") or {}).get("resourceVersion", ""))
         return Listed(items, version)
 
     def _pages(
-        self, res: Resource, namespace: str, *, label_selector: str | None, limit: int
+        self,
+        res: Resource,
+        namespace: str,
+        *,
+        label_selector: str | None,
+        limit: int,
+        field_selector: str | None = None,
     ) -> Iterator[dict[str, Any]]:
         params: dict[str, str] = {"limit": str(limit)}
         if label_selector:
             params["labelSelector"] = label_selector
+        if field_selector:
+            params["fieldSelector"] = field_selector
         while True:
             page = self.transport.request(
                 "GET", res.path(namespace), params=params, what="list", resource=res, namespace=namespace
@@ -162,12 +180,19 @@ class Kube:
         return response.status_code == 201, dict(response.json())
 
     def json_patch(
-        self, res: Resource, namespace: str, name: str, ops: list[dict[str, Any]]
+        self,
+        res: Resource,
+        namespace: str,
+        name: str,
+        ops: list[dict[str, Any]],
+        *,
+        manager: str | None = None,
     ) -> dict[str, Any]:
         self._before_write()
         response = self.transport.request(
             "PATCH",
             res.path(namespace, name),
+            params={"fieldManager": manager} if manager else None,
             body=ops,
             content_type=JSON_PATCH,
             resource=res,
@@ -179,6 +204,19 @@ class Kube:
         self._before_write()
         response = self.transport.request(
             "POST", res.path(namespace), body=body, resource=res, namespace=namespace
+        )
+        return dict(response.json())
+
+    def replace(self, res: Resource, namespace: str, body: dict[str, Any]) -> dict[str, Any]:
+        """PUT the whole object; with ``metadata.resourceVersion`` set the server answers 409
+        (a ``KubeError`` with status 409) when someone else wrote it since it was read."""
+        self._before_write()
+        response = self.transport.request(
+            "PUT",
+            res.path(namespace, body["metadata"]["name"]),
+            body=body,
+            resource=res,
+            namespace=namespace,
         )
         return dict(response.json())
 
@@ -198,16 +236,26 @@ class Kube:
             return False
 
     def watch(
-        self, res: Resource, namespace: str, *, label_selector: str, resource_version: str, timeout: int
+        self,
+        res: Resource,
+        namespace: str,
+        *,
+        label_selector: str | None = None,
+        field_selector: str | None = None,
+        resource_version: str,
+        timeout: int,
     ) -> WatchStream:
         """Open a watch from ``resource_version``; the server ends it after ``timeout`` seconds."""
         params = {
             "watch": "true",
-            "labelSelector": label_selector,
             "resourceVersion": resource_version,
             "timeoutSeconds": str(max(timeout, 1)),
             "allowWatchBookmarks": "true",
         }
+        if label_selector:
+            params["labelSelector"] = label_selector
+        if field_selector:
+            params["fieldSelector"] = field_selector
         response = self.transport.request(
             "GET",
             res.path(namespace),

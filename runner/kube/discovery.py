@@ -2,7 +2,7 @@
 
 A pass discovers only the group-versions its objects use; a miss is looked up again once
 (a CRD applied in this pass may have just become served). The resources the runner writes
-itself (Secrets, Namespaces, Events) are constants.
+itself (Secrets, Namespaces, Events, Leases) are constants.
 """
 
 from __future__ import annotations
@@ -42,6 +42,7 @@ class Resource:
 SECRET = Resource("", "v1", "Secret", "secrets", True)
 NAMESPACE = Resource("", "v1", "Namespace", "namespaces", False)
 EVENT = Resource("", "v1", "Event", "events", True)
+LEASE = Resource("coordination.k8s.io", "v1", "Lease", "leases", True)
 
 #: GET a discovery document by path; None when the group-version is not served
 Fetch = Callable[[str], dict[str, Any] | None]

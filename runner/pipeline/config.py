@@ -30,7 +30,7 @@ from runner.pipeline.documents import (
     SyncSpec,
     WebhookSettings,
 )
-from runner.pipeline.reconcile import ObjectRef, Schedule, SyncOptions
+from runner.pipeline.reconcile import RESERVED_PREFIX, ObjectRef, Schedule, SyncOptions
 from runner.plan import prune_plan
 
 __all__ = [
@@ -183,6 +183,12 @@ def _across(
     first: dict[str, _Sync] = {}
     for sync in syncs:
         name = sync.value.metadata.name
+        if name.startswith(RESERVED_PREFIX):
+            messages.append(
+                f"{sync.where(('metadata', 'name'))}: metadata.name: {name!r} starts with "
+                f"{RESERVED_PREFIX!r}, which is reserved (the Lease lockgate-{name} would be a "
+                "replica's membership Lease); choose another name"
+            )
         if name in first:
             earlier = first[name].document
             messages.append(

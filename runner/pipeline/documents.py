@@ -205,6 +205,21 @@ class RunnerSettings:
     log_format: Literal["text", "json"] = attr(
         "logFormat", "Log lines as text or JSON (the --log-format flag wins).", default="text"
     )
+    lease_duration: float = attr(
+        "leaseDuration",
+        "How long a sync's Lease outlives its holder's last renewal (renewed every third of it).",
+        default=30.0,
+        duration=True,
+        exclusive_minimum=0,
+    )
+    membership_duration: float = attr(
+        "membershipDuration",
+        "How long a replica counts as live after its last heartbeat (sent every third of it); "
+        "a killed replica's syncs move to the others after this.",
+        default=90.0,
+        duration=True,
+        exclusive_minimum=0,
+    )
 
 
 @dataclass(frozen=True)

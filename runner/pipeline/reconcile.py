@@ -4,11 +4,15 @@ The order of inventory writes is what makes a pass crash-safe: before the first 
 applied, the parent records the union of the previous and the new members, so a pass
 killed at any point leaves no object the next pass does not know about; only after
 pruning is the set shrunk to the new members. Nothing is pruned when anything before
-failed. Failures after the source step are recorded on the parent (last result, Event).
+failed. Failures after the source step are recorded on the parent (last result, history,
+Event). The history entry of a pass that waits is written after the wait, with its health;
+a pass that finds everything as it was writes nothing. A digest that was rolled back from
+is not applied again unless a person asks; the rollback itself is ``pipeline.rollback``.
 """
 
 from __future__ import annotations
 
+import datetime as dt
 import re
 import time
 from collections.abc import Callable
@@ -16,15 +20,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from lockgate import registry
 from lockgate.diff.changeset import Action, ChangeSet
-from lockgate.errors import Abandoned, ClusterError, LockgateError, RenderError, UsageError
-from lockgate.manifests import K8sObject
+from lockgate.errors import Abandoned, ClusterError, HealthError, LockgateError, RenderError, UsageError
+from lockgate.manifests import K8sObject, ObjectKey
 from runner.inventory import events, store
 from runner.kube.client import Kube
+from runner.kube.discovery import Resource
 from runner.pipeline import secretrefs, source
 from runner.pipeline.result import Result
-from runner.plan import kinds, placement, prune_plan
+from runner.plan import history, kinds, placement, prune_plan
 from runner.plan.desired import Desired, prepare
+from runner.plan.history import Outcome, Summary
 from runner.plan.inventory import Member
 from runner.ssa import apply, prune, wait
 from runner.ssa.manager import Manager
@@ -87,21 +94,53 @@ def runner_namespace(explicit: str | None) -> str:
         return DEFAULT_NAMESPACE
 
 
+#: ``lockgate-runner-<identity>`` are the replicas' membership Leases
+RESERVED_PREFIX = "runner-"
+
+
 def check_name(name: str) -> None:
     if not _NAME.match(name) or len(name) > 63 - len("lockgate-"):
         raise UsageError(f"sync name {name!r} must be a DNS label of at most 54 characters (a-z, 0-9, -)")
+    if name.startswith(RESERVED_PREFIX):
+        raise UsageError(
+            f"sync name {name!r}: names starting with {RESERVED_PREFIX!r} are reserved for Leases"
+        )
 
 
 class Pass:
-    """The cluster half of a pass, for already loaded objects."""
+    """The cluster half of a pass, for already loaded objects.
 
-    def __init__(self, kube: Kube, options: SyncOptions, result: Result) -> None:
+    ``outcome`` is the history's word for a success (a rollback applies with ``RolledBack``),
+    ``note`` prefixes the history message, ``rejecting`` is a digest to list as rolled back
+    from once this pass has applied and pruned, ``request`` the ``requestedAt`` it answers.
+    """
+
+    def __init__(
+        self,
+        kube: Kube,
+        options: SyncOptions,
+        result: Result,
+        *,
+        outcome: Outcome = Outcome.SUCCEEDED,
+        note: str = "",
+        rejecting: str = "",
+        request: str = "",
+    ) -> None:
         self.kube = kube
         self.options = options
         self.result = result
+        self.outcome, self.note, self.rejecting = outcome, note, rejecting
         self.inventory = store.read(kube, options.name, result.namespace)
         self.previous = dict(self.inventory.members)
         self.mgr = Manager(kube, set_id=self.inventory.set_id, concurrency=options.concurrency)
+        if request:
+            self.inventory.handled_request = request
+        self._written = self.inventory.document()
+
+    @property
+    def awaits(self) -> bool:
+        """Flux waits for ``healthChecks`` even when ``wait`` is off."""
+        return self.options.wait or bool(self.options.health_checks)
 
     def run(self, objects: list[K8sObject]) -> None:
         options = self.options
@@ -130,13 +169,50 @@ class Pass:
         if options.dry_run:
             return
         self._record_final(members, changeset)
-        if options.wait:
+        if self.awaits:
             self._wait(desired, changeset)
-        if changeset.changed:
-            message = f"{self.result.revision}: {changeset.summary()}"
-            if self.result.health:
-                message += f"; {len(self.result.health)} objects healthy"
+            self._settle(Summary.HEALTHY)
+            self._write_if_changed()
+        message = f"{self.result.revision}: {self._summary()}"
+        if self.outcome is Outcome.ROLLED_BACK:
+            events.emit(
+                self.kube,
+                self.inventory,
+                warning=True,
+                reason=events.ROLLED_BACK,
+                message=self.note + message,
+            )
+        elif changeset.changed:
             events.emit(self.kube, self.inventory, warning=False, reason=events.SUCCEEDED, message=message)
+
+    def _summary(self) -> str:
+        summary = self.result.changeset.summary()
+        if self.result.health:
+            summary += f"; {len(self.result.health)} objects healthy"
+        return summary
+
+    def _settle(self, health: Summary, *, outcome: Outcome | None = None, message: str = "") -> None:
+        """Record this pass's digest in the history; a healthy or unwatched success accepts it again."""
+        if not self.result.digest:
+            return
+        outcome = outcome or self.outcome
+        entry = history.Entry(
+            digest=self.result.digest,
+            revision=self.result.revision,
+            verified_by=self.result.verified_by,
+            result=outcome,
+            health=health,
+            time=history.timestamp(dt.datetime.now(dt.UTC)),
+            message=self.note + (message or self._summary()),
+        )
+        self.inventory.history = history.record(self.inventory.history, entry)
+        if outcome in (Outcome.SUCCEEDED, Outcome.ROLLED_BACK):
+            self.inventory.rejected = history.accept(self.inventory.rejected, self.result.digest)
+
+    def _write_if_changed(self) -> None:
+        if self.inventory.document() != self._written:
+            store.write(self.kube, self.inventory, manager=self.mgr.field_manager)
+            self._written = self.inventory.document()
 
     def _union(self, members: dict[Any, Desired]) -> dict[Any, Member]:
         union = dict(self.previous)
@@ -191,23 +267,52 @@ class Pass:
         self.inventory.digest = self.result.digest
         self.inventory.revision = self.result.revision
         self.inventory.source = self.result.url
-        self.inventory.last_result = {"status": "Succeeded", "summary": changeset.summary()}
-        if before != (self.inventory.document(), True):
+        self.inventory.last_result = {"status": self.outcome.value, "summary": changeset.summary()}
+        if self.rejecting:
+            self.inventory.rejected = history.reject(self.inventory.rejected, self.rejecting)
+        if not self.awaits:
+            self._settle(Summary.UNKNOWN)
+        self._written = self.inventory.document()
+        if before != (self._written, True):
             store.ensure_namespace(self.kube, self.inventory.namespace, manager=self.mgr.field_manager)
             store.write(self.kube, self.inventory, manager=self.mgr.field_manager)
 
     def _wait(self, desired: list[Desired], changeset: ChangeSet) -> None:
         skipped = {e.key for e in changeset.of(Action.SKIPPED)}
+        members = desired if self.options.wait else []  # healthChecks alone: only those
         awaited = [
-            (d.key, self.mgr.resource(d.api_version, d.key.kind)) for d in desired if d.key not in skipped
+            (d.key, self.mgr.resource(d.api_version, d.key.kind)) for d in members if d.key not in skipped
         ]
-        report = wait.wait(self.mgr, awaited, wait.WaitOptions(timeout=self.options.timeout))
+        extra = [self._health_check(ref) for ref in self.options.health_checks]
+        # after a rollback, a Deployment keeps the failed revision's ProgressDeadlineExceeded
+        # until the controller has scaled that revision down: Failed is not final there
+        fail_fast = self.outcome is not Outcome.ROLLED_BACK
+        settings = wait.WaitOptions(timeout=self.options.timeout, fail_fast=fail_fast)
+        try:
+            report = wait.wait(self.mgr, awaited, settings, extra=extra)
+        except wait.HealthFailed as exc:
+            self.result.health = {str(k): h for k, h in exc.report.items()}
+            raise
         self.result.health = {str(k): h for k, h in report.items()}
+
+    def _health_check(self, ref: ObjectRef) -> tuple[ObjectKey, Resource]:
+        res = self.mgr.resource(ref.api_version, ref.kind)
+        namespace = ref.namespace or self.options.target_namespace or ""
+        if res.namespaced and not namespace:
+            raise UsageError(
+                f"healthChecks: {ref.kind}/{ref.name} needs a namespace (or set the sync's targetNamespace)"
+            )
+        group = ref.api_version.rpartition("/")[0]
+        return ObjectKey(group, ref.kind, namespace if res.namespaced else "", ref.name), res
 
     def record_failure(self, error: LockgateError) -> None:
         if self.options.dry_run or isinstance(error, ClusterError | Abandoned):
             return  # nothing changed, the cluster cannot take the record, or we may not write
-        self.inventory.last_result = {"status": "Failed", "summary": error.message.splitlines()[0][:300]}
+        failed = Outcome.ROLLBACK_FAILED if self.outcome is Outcome.ROLLED_BACK else Outcome.FAILED
+        first = error.message.splitlines()[0][:300]
+        self.inventory.last_result = {"status": failed.value, "summary": first}
+        unhealthy = isinstance(error, HealthError)
+        self._settle(Summary.UNHEALTHY if unhealthy else Summary.UNKNOWN, outcome=failed, message=first)
         try:
             if self.inventory.exists:
                 store.write(self.kube, self.inventory, manager=self.mgr.field_manager)
@@ -224,13 +329,23 @@ def reconcile(
     kube: Kube | None = None,
     kubeconfig: Path | None = None,
     guard: Callable[[], None] | None = None,
+    retry_rejected: bool = False,
+    requested_at: str = "",
+    registry_client: registry.RegistryClient | None = None,
 ) -> Result:
     """Run one pass; never raises ``LockgateError`` (it is in ``Result.error``).
 
     ``kube`` is a client to reuse (a long-running runner keeps one); else one is built from
     ``kubeconfig``, ``$KUBECONFIG`` or the in-cluster service account. ``guard`` is called
     before every write and raises ``Abandoned`` to stop the pass there (shutdown, Lease lost).
+    A digest that was rolled back from is skipped unless ``retry_rejected``: a person asked,
+    e.g. ``requested_at``, the inventory's ``lockgate.dev/requestedAt`` this pass answers (it
+    implies ``retry_rejected`` and is recorded as handled). ``registry_client`` is a client
+    for the source's registry to reuse (``serve`` keeps one per host, with its credentials).
     """
+    # imported here: the rollback is built on ``Pass``
+    from runner.pipeline import rollback
+
     started = time.monotonic()
     result = Result(name=options.name, dry_run=options.dry_run)
     client: Kube | None = kube
@@ -241,7 +356,7 @@ def reconcile(
         if options.source.needs_secrets:  # credentials or keys from Secrets: the cluster is read first
             client = client or Kube.from_kubeconfig(kubeconfig, pool=options.concurrency + 4)
             secrets = secretrefs.SecretReader(client, result.namespace)
-        fetched = source.fetch(options.source, secrets=secrets)
+        fetched = source.fetch(options.source, client=registry_client, secrets=secrets)
         result.url, result.digest, result.revision = fetched.url, fetched.digest, fetched.revision
         result.verified_by = fetched.verified_by
         if not fetched.objects and not options.prune:
@@ -249,11 +364,16 @@ def reconcile(
                 f"{fetched.url}{'/' + options.source.path if options.source.path else ''} holds no objects"
             )
         client = client or Kube.from_kubeconfig(kubeconfig, pool=options.concurrency + 4)
-        run = Pass(client if guard is None else client.guarded(guard), options, result)
+        writer = client if guard is None else client.guarded(guard)
+        run = Pass(writer, options, result, request=requested_at)
+        if rollback.refused(run.inventory, result, retry=retry_rejected or bool(requested_at)):
+            return result
         try:
             run.run(fetched.objects)
         except LockgateError as exc:
             run.record_failure(exc)
+            if rollback.wanted(options, run.inventory, exc, result.digest):
+                raise rollback.after_failure(writer, options, run.inventory, result, exc) from exc
             raise
     except LockgateError as exc:
         result.error = exc

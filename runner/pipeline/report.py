@@ -16,6 +16,11 @@ def table(result: Result) -> str:
     if result.health:
         unhealthy = {k: h for k, h in result.health.items() if h.status.value != "Current"}
         lines.append(f"  health: {len(result.health) - len(unhealthy)}/{len(result.health)} Current")
+    if result.rolled_back_to:
+        lines.append(f"  rolled back: {result.rolled_back_from} -> {result.rolled_back_to}")
+    if result.skipped:
+        lines.append(f"  skipped: {result.skipped}")
+    lines.extend(f"  note: {note}" for note in result.notes)
     requests = sum(result.requests.values())
     lines.append(f"  {requests} API requests in {result.seconds:.1f}s")
     if result.error is not None:

@@ -1,4 +1,4 @@
-"""What one pass returns: the change set, health, the revision applied and the pass's cost.
+"""What one pass returns: the change set, health, the revision applied, a rollback, the pass's cost.
 
 The table (``report``), the ``--output json`` document and the exit code are all derived
 from a ``Result``; a pass never raises ``LockgateError``, it stores it here.
@@ -28,6 +28,15 @@ class Result:
     requests: dict[str, int] = field(default_factory=dict)
     seconds: float = 0.0
     dry_run: bool = False
+    #: the revision that failed its health checks and was rolled back (or that ``lockgate rollback`` left)
+    rolled_back_from: str = ""
+    #: the revision applied instead
+    rolled_back_to: str = ""
+    #: why the pass applied nothing: its digest was rolled back, or its Lease is held by another
+    #: runner ("held by <holder>"); not a failure
+    skipped: str = ""
+    #: what else a person should know (a rejected digest retried, a digest from outside the history)
+    notes: list[str] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -42,6 +51,7 @@ class Result:
             "revision": self.revision,
             "verifiedBy": self.verified_by,
             "dryRun": self.dry_run,
+            "skipped": self.skipped or None,
             "ok": self.ok,
             "error": None
             if self.error is None
@@ -52,4 +62,7 @@ class Result:
             },
             "requests": dict(self.requests),
             "seconds": round(self.seconds, 3),
+            "rolledBackFrom": self.rolled_back_from,
+            "rolledBackTo": self.rolled_back_to,
+            "notes": list(self.notes),
         }

@@ -3,7 +3,8 @@
 Pure. The parent carries kubectl's ApplySet label and annotations (so ``kubectl apply
 --prune --applyset=secret/lockgate-<name>`` sees the same set) and, in ``data``, the exact
 member list with each member's API version and the hash of what was applied, the last
-applied digest and revision, and the last result. ``body`` renders the Secret to apply and
+applied digest and revision, the last result, the history of revisions and the digests
+rolled back from (``runner.plan.history``). ``body`` renders the Secret to apply and
 ``from_secret`` reads one back; ``runner.inventory.store`` does the I/O. Crash safety rests
 on the order of writes made by the pipeline: the union of old and new members before
 applying, the new set only after pruning.
@@ -20,10 +21,14 @@ from typing import Any
 from lockgate.errors import ApplyError
 from lockgate.manifests import ObjectKey
 from runner.plan import applyset
-from runner.plan.objects import labels_of
+from runner.plan.history import Entry
+from runner.plan.objects import annotations_of, labels_of
 
 DATA_KEY = "inventory.json.gz"
 ANNOTATION_PREFIX = "lockgate.dev/"
+#: set by ``lockgate sync`` (as ``flux reconcile`` sets ``reconcile.fluxcd.io/requestedAt``)
+REQUESTED_AT = ANNOTATION_PREFIX + "requestedAt"
+MANAGED_BY = "app.kubernetes.io/managed-by"
 
 
 @dataclass(frozen=True)
@@ -56,11 +61,24 @@ class Inventory:
     revision: str = ""
     source: str = ""
     last_result: dict[str, Any] = field(default_factory=dict)
+    #: newest first, at most ``runner.plan.history.MAX_ENTRIES``
+    history: list[Entry] = field(default_factory=list)
+    #: digests rolled back from, newest first: passes do not apply them unless a person asks
+    rejected: list[str] = field(default_factory=list)
+    #: the ``requestedAt`` value of the last pass a person asked for (Flux's lastHandledReconcileAt)
+    handled_request: str = ""
+    #: read from the parent's annotation; never written by the runner
+    requested_at: str = ""
     exists: bool = False
 
     @property
     def parent(self) -> str:
         return applyset.parent_name(self.name)
+
+    @property
+    def request_pending(self) -> bool:
+        """``lockgate sync`` asked for a pass that has not run yet."""
+        return bool(self.requested_at) and self.requested_at != self.handled_request
 
     @property
     def set_id(self) -> str:
@@ -76,11 +94,14 @@ class Inventory:
             "revision": self.revision,
             "source": self.source,
             "lastResult": self.last_result,
+            "history": [e.to_json() for e in self.history],
+            "rejected": list(self.rejected),
+            "lastHandledRequestedAt": self.handled_request,
         }
 
     def body(self) -> dict[str, Any]:
         labels, annotations = applyset.parent_metadata(self.parent, self.namespace, self.members)
-        labels["app.kubernetes.io/managed-by"] = "lockgate"
+        labels[MANAGED_BY] = "lockgate"
         annotations.update(
             {
                 ANNOTATION_PREFIX + "digest": self.digest,
@@ -136,5 +157,10 @@ def from_secret(secret: dict[str, Any], name: str, namespace: str) -> Inventory:
     inventory.revision = str(doc.get("revision", ""))
     inventory.source = str(doc.get("source", ""))
     inventory.last_result = dict(doc.get("lastResult") or {})
+    # older inventories have neither field
+    inventory.history = [Entry.from_json(e) for e in doc.get("history") or [] if isinstance(e, dict)]
+    inventory.rejected = [str(d) for d in doc.get("rejected") or []]
+    inventory.handled_request = str(doc.get("lastHandledRequestedAt", ""))
+    inventory.requested_at = str(annotations_of(secret).get(REQUESTED_AT, ""))
     inventory.exists = True
     return inventory

@@ -31,13 +31,14 @@ from runner.plan import schedule
 log = logging.getLogger("lockgate.serve")
 
 #: outcomes, as ``lockgate_passes_total{outcome}`` counts them
-APPLIED, UNCHANGED, SKIPPED, FAILED, ABANDONED, WAITING = (
+APPLIED, UNCHANGED, SKIPPED, FAILED, ABANDONED, WAITING, ROLLED_BACK = (
     "applied",
     "unchanged",
     "skipped",
     "failed",
     "abandoned",
     "waiting",
+    "rolledBack",
 )
 
 
@@ -233,7 +234,12 @@ class Scheduler:
                         break
                     if self._running >= self.concurrency:
                         break
-                    if not self._owns(state.name):
+                    try:
+                        owned = self._owns(state.name)
+                    except Exception:  # the scheduler must outlive any one question
+                        log.exception("ownership check failed", extra={"sync": state.name})
+                        owned = False
+                    if not owned:
                         state.reason = "run by another replica"
                         state.ready = False
                         state.due = now + state.options.schedule.interval
@@ -320,9 +326,16 @@ class Scheduler:
             state.last_seconds = result.seconds
             if result.digest:
                 state.digest, state.revision = result.digest, result.revision
-            rejected = getattr(result, "rejected", None)
-            if rejected is not None:
-                state.rejected = tuple(rejected)
+            # a digest rolled back from is not pulled again until a person asks or it changes
+            if result.rolled_back_from:
+                state.rejected = (*state.rejected[-4:], result.rolled_back_from)
+            if result.skipped and result.digest and error is None:
+                state.rejected = (*state.rejected[-4:], result.digest)
+                state.ready = False
+                state.reason = result.skipped
+                state.failures = 0
+                state.due = self._next(state)
+                return Outcome(state, SKIPPED, result, reason=result.skipped)
             if error is None:
                 state.failures = 0
                 state.ready = True
@@ -330,6 +343,7 @@ class Scheduler:
                 state.applied = schedule.Applied(result.digest, self._clock())
                 state.due = self._next(state)
                 outcome = APPLIED if result.changeset.changed else UNCHANGED
+                self._release_dependents(state.name)
             elif isinstance(error, Abandoned):
                 state.reason = error.message
                 state.due = self._clock() + state.options.schedule.interval
@@ -339,8 +353,15 @@ class Scheduler:
                 state.ready = False
                 state.reason = error.message.splitlines()[0]
                 state.due = self._next(state)
-                outcome = FAILED
+                outcome = ROLLED_BACK if result.rolled_back_to else FAILED
         return Outcome(state, outcome, result, reason=why)
+
+    def _release_dependents(self, name: str) -> None:
+        """Syncs waiting for ``name`` look again now, not after the dependency requeue."""
+        now = self._clock()
+        for other in self._states.values():
+            if name in other.options.schedule.depends_on and not other.running and not other.ready:
+                other.due = min(other.due, now)
 
     def _finish(
         self,

@@ -24,14 +24,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import prometheus_client
+
 from lockgate import registry
 from lockgate.errors import Abandoned, LockgateError
 from runner.inventory import requested, store
 from runner.kube.client import Kube
-from runner.kube.discovery import SECRET
 from runner.pipeline import config as config_mod
 from runner.pipeline import reconcile as pipeline
-from runner.pipeline import source
+from runner.pipeline import secretrefs, source
 from runner.pipeline.result import Result
 from runner.serve import leases
 from runner.serve import log as log_mod
@@ -43,8 +44,9 @@ log = logging.getLogger("lockgate.serve")
 
 RELOAD_EVERY = 2.0
 READY_EVERY = 10.0
-HEARTBEAT_EVERY = 30.0
 TOKEN_CACHE_SECONDS = 30.0
+SECRET_CACHE_SECONDS = 60.0
+WEBHOOK_FIELD = "spec.webhook.secretRef.name"
 DEFAULT_GRACE = 25.0
 
 
@@ -77,9 +79,18 @@ class Service:
         self.metrics = Metrics()
         self.health = Health()
         self.identity = identity or leases.default_identity()
-        self.keeper = leases.LeaseKeeper(self.kube, identity=self.identity) if leases_enabled else None
+        self.keeper = (
+            leases.LeaseKeeper(self.kube, identity=self.identity, duration=settings.lease_duration)
+            if leases_enabled
+            else None
+        )
         self.membership = (
-            leases.Membership(self.kube, namespace=self.namespace, identity=self.identity)
+            leases.Membership(
+                self.kube,
+                namespace=self.namespace,
+                identity=self.identity,
+                duration=settings.membership_duration,
+            )
             if leases_enabled
             else None
         )
@@ -91,14 +102,17 @@ class Service:
             dependency_ready=self._dependency_ready,
             observe=self._observe,
         )
-        self._registries: dict[tuple[str, str], registry.RegistryClient] = {}
+        self._registries: dict[tuple[str, str], tuple[float, registry.RegistryClient]] = {}
         self._registry_lock = threading.Lock()
         self._token: tuple[float, bytes | None] = (0.0, None)
         self._stop = threading.Event()
         self._watched: set[str] = set()
         self._api_counts: dict[str, int] = {}
+        self._registry_counts: dict[int, dict[str, int]] = {}
         #: sync name -> runner namespace, for syncs the configuration names
         self._namespaces: dict[str, str] = {}
+        #: sync -> the requestedAt value a person set and the next pass answers
+        self._requests: dict[str, str] = {}
         addresses = list(dict.fromkeys([settings.metrics_address, settings.webhook_address]))
         self.http = HttpServers(
             build_app(self, self.metrics, max_body_bytes=settings.max_body_bytes), addresses
@@ -110,7 +124,10 @@ class Service:
         self.metrics.reload(True)
         self._check_api()
         if self.membership is not None:
-            self.membership.heartbeat()
+            try:
+                self.membership.heartbeat()
+            except LockgateError as exc:  # the API server may come up later: not ready until then
+                log.warning("membership heartbeat failed", extra={"reason": exc.message.splitlines()[0]})
         self.http.start()
         self.scheduler.start()
         threading.Thread(target=self._housekeeping, name="lockgate-housekeeping", daemon=True).start()
@@ -149,7 +166,7 @@ class Service:
         for name in removed:
             self.metrics.forget(name, self._namespaces.get(name, self.namespace))
         for options in cfg.syncs:
-            namespace = pipeline.runner_namespace(options.namespace or cfg.runner.namespace)
+            namespace = pipeline.runner_namespace(options.namespace)
             if namespace not in self._watched:
                 self._watched.add(namespace)
                 threading.Thread(
@@ -158,18 +175,7 @@ class Service:
                     name=f"lockgate-requests-{namespace}",
                     daemon=True,
                 ).start()
-            self.metrics.set_sync_info(
-                options.name,
-                namespace,
-                options.source.url,
-                "",
-                "",
-                ready=False,
-                suspended=options.schedule.suspend,
-            )
-        self._namespaces = {
-            o.name: pipeline.runner_namespace(o.namespace or cfg.runner.namespace) for o in cfg.syncs
-        }
+        self._namespaces = {o.name: pipeline.runner_namespace(o.namespace) for o in cfg.syncs}
 
     def reload(self) -> bool:
         """Load the file again if its bytes changed; a bad file is refused and the old one kept."""
@@ -225,22 +231,31 @@ class Service:
         return inventory.exists and inventory.last_result.get("status") == "Succeeded"
 
     def _registry(self, options: pipeline.SyncOptions) -> registry.RegistryClient:
+        """A client per host and credentials Secret, kept so checks reuse connections and tokens;
+        one built from a Secret is rebuilt after ``SECRET_CACHE_SECONDS`` (Secrets rotate)."""
         ref = registry.parse(options.source.url)
-        key = (ref.host, "")
+        secret = options.source.secret_ref or ""
+        key = (ref.host, f"{options.namespace}/{secret}" if secret else "")
+        now = time.monotonic()
         with self._registry_lock:
-            client = self._registries.get(key)
-            if client is None:
-                client = self._registries[key] = registry.RegistryClient.for_reference(ref)
-            return client
+            cached = self._registries.get(key)
+            if cached is not None and (not secret or now - cached[0] < SECRET_CACHE_SECONDS):
+                return cached[1]
+        creds = None
+        if secret:
+            reader = secretrefs.SecretReader(self.kube, pipeline.runner_namespace(options.namespace))
+            creds = reader.registry_credentials(secret, ref.host)
+        client = registry.RegistryClient.for_reference(ref, credentials=creds)
+        with self._registry_lock:
+            self._registries[key] = (now, client)
+        return client
 
     def _check(self, options: pipeline.SyncOptions) -> str:
         client = self._registry(options)
         return source.current_digest(options.source, client)
 
     def _run(self, options: pipeline.SyncOptions, requested_by_person: bool, guard: Any) -> Result:
-        namespace = pipeline.runner_namespace(options.namespace or self.config.runner.namespace)
-        if options.namespace is None and self.config.runner.namespace:
-            options = _with_namespace(options, namespace)
+        namespace = pipeline.runner_namespace(options.namespace)
         held: leases.Held | None = None
         if self.keeper is not None:
             held = self.keeper.hold(namespace, options.name)
@@ -258,8 +273,22 @@ class Service:
             if lease is not None:
                 lease.guard()
 
+        requested_at = self._requests.pop(options.name, "") if requested_by_person else ""
         try:
-            return pipeline.reconcile(options, kube=self.kube, guard=check)
+            try:
+                client = self._registry(options)
+            except LockgateError as exc:  # e.g. the credentials Secret is missing
+                failed = Result(name=options.name, namespace=namespace, url=options.source.url)
+                failed.error = exc
+                return failed
+            return pipeline.reconcile(
+                options,
+                kube=self.kube,
+                guard=check,
+                retry_rejected=requested_by_person,
+                requested_at=requested_at,
+                registry_client=client,
+            )
         finally:
             if held is not None:
                 held.release()
@@ -267,7 +296,7 @@ class Service:
     def _observe(self, outcome: Outcome) -> None:
         state = outcome.state
         options = state.options
-        namespace = pipeline.runner_namespace(options.namespace or self.config.runner.namespace)
+        namespace = pipeline.runner_namespace(options.namespace)
         result = outcome.result
         fields: dict[str, Any] = {
             "sync": state.name,
@@ -286,8 +315,9 @@ class Service:
                 "pass finished",
                 extra={**fields, "reason": outcome.reason},
             )
-        else:
-            self.metrics.observe_pass(options, Result(name=state.name, namespace=namespace), outcome.outcome)
+        elif outcome.outcome != "waiting":  # waiting for a dependency is not a pass
+            checked = Result(name=state.name, namespace=namespace, seconds=state.last_seconds)
+            self.metrics.observe_pass(options, checked, outcome.outcome)
             level = logging.WARNING if outcome.outcome == "failed" else logging.DEBUG
             log.log(level, "checked", extra={**fields, "reason": outcome.reason})
         self.metrics.set_sync_info(
@@ -301,6 +331,7 @@ class Service:
         )
 
     def _on_request(self, sync: str, value: str) -> None:
+        self._requests[sync] = value
         self.scheduler.trigger(sync, f"requestedAt {value}", requested=True)
 
     # ---- HTTP endpoints (runner.serve.http.Endpoints) -------------------------------------
@@ -318,15 +349,15 @@ class Service:
         if time.monotonic() - at < TOKEN_CACHE_SECONDS and token is not None:
             return token
         try:
-            secret = self.kube.get(SECRET, self.namespace, ref)
+            data = secretrefs.SecretReader(self.kube, self.namespace).read(ref, field=WEBHOOK_FIELD)
         except LockgateError as exc:
-            log.warning("cannot read the webhook Secret", extra={"secret": ref, "reason": exc.message})
+            log.warning("cannot read the webhook Secret", extra={"reason": exc.message})
             return token
-        token = config_mod.secret_value(secret, "token") if secret is not None else None
+        token = data.get("token")
         if token is None:
             log.warning(
-                "the webhook Secret has no 'token' key",
-                extra={"secret": f"{self.namespace}/{ref}"},
+                "the webhook Secret has no 'token' entry",
+                extra={"secret": f"{self.namespace}/{ref}", "field": WEBHOOK_FIELD},
             )
         self._token = (time.monotonic(), token)
         return token
@@ -357,12 +388,12 @@ class Service:
             if now - last["ready"] >= READY_EVERY:
                 last["ready"] = now
                 self._check_api()
-            if self.membership is not None and now - last["heartbeat"] >= HEARTBEAT_EVERY:
+            if self.membership is not None and now - last["heartbeat"] >= self.membership.duration / 3:
                 last["heartbeat"] = now
                 try:
-                    before = self.membership.members()
+                    before = self.membership.live()
                     self.membership.heartbeat()
-                    if self.membership.members() != before:
+                    if self.membership.live() != before:
                         self.scheduler.wake()
                 except LockgateError as exc:
                     log.warning("membership heartbeat failed", extra={"reason": exc.message})
@@ -374,10 +405,13 @@ class Service:
         self._api_counts = counts
         self.metrics.count_api({k: v for k, v in delta.items() if v})
         with self._registry_lock:
-            clients = list(self._registries.values())
+            clients = [client for _, client in self._registries.values()]
         for client in clients:
-            for verb, n in client.take_counts().items():
-                self.metrics.count_registry(verb, n)
+            seen = self._registry_counts.setdefault(id(client), {})
+            for verb, n in client.counts.items():
+                if n > seen.get(verb, 0):
+                    self.metrics.count_registry(verb, n - seen.get(verb, 0))
+                    seen[verb] = n
 
 
 def _refused(cfg: config_mod.Config, digest: str) -> config_mod.Config:
@@ -385,12 +419,6 @@ def _refused(cfg: config_mod.Config, digest: str) -> config_mod.Config:
     from dataclasses import replace
 
     return replace(cfg, digest=digest)
-
-
-def _with_namespace(options: pipeline.SyncOptions, namespace: str) -> pipeline.SyncOptions:
-    from dataclasses import replace
-
-    return replace(options, namespace=namespace)
 
 
 def run(
@@ -406,6 +434,8 @@ def run(
     A configuration that does not load is a ``UsageError`` before anything starts.
     """
     log_mod.configure(log_format or "text")
+    # Flux's controllers expose no *_created series; dashboards built for them expect none
+    prometheus_client.disable_created_metrics()  # type: ignore[no-untyped-call]
     service = Service(config_path, kubeconfig=kubeconfig, identity=identity, grace=grace)
     if log_format is None and service.config.runner.log_format != "text":
         log_mod.configure(service.config.runner.log_format)

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from lockgate.diff.changeset import Action, ChangeSet, Entry
-from lockgate.errors import ApplyError, LockgateError
+from lockgate.errors import Abandoned, ApplyError, LockgateError
 from lockgate.manifests import ObjectKey
 from runner.kube.discovery import Resource
 from runner.kube.errors import KubeError, NotFoundError
@@ -221,7 +221,13 @@ def record_wave(results: Sequence[Entry | LockgateError], changeset: ChangeSet) 
         if isinstance(result, Entry):
             changeset.add(result)
     if errors:
-        raise ApplyFailed(errors, changeset)
+        raise failure(errors, changeset)
+
+
+def failure(errors: Sequence[LockgateError], changeset: ChangeSet) -> LockgateError:
+    """What a wave's failures amount to: the pass stopped (``Abandoned``: the guard refused the
+    wave's remaining writes, so that is the one story to tell), or the objects were refused."""
+    return next((e for e in errors if isinstance(e, Abandoned)), None) or ApplyFailed(errors, changeset)
 
 
 def resolve_resources(mgr: Manager, items: Sequence[Desired], *, dry_run: bool) -> dict[ObjectKey, Resource]:

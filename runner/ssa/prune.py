@@ -20,7 +20,7 @@ from runner.kube.discovery import Resource
 from runner.kube.errors import KubeError, NotFoundError
 from runner.plan import applyset, kinds, prune_plan
 from runner.plan.inventory import Member
-from runner.ssa.apply import ApplyFailed, record_wave
+from runner.ssa.apply import failure, record_wave
 from runner.ssa.manager import Manager
 
 
@@ -89,7 +89,7 @@ def prune(
         orphaned = mgr.each(lambda key: _orphan(mgr, resources[key], key), plan.orphan)
         errors = [r for r in orphaned if isinstance(r, LockgateError)]
         if errors:
-            raise ApplyFailed(errors, changeset)
+            raise failure(errors, changeset)
     for key, reason in plan.kept:
         changeset.add(Entry(key, Action.SKIPPED, f"not pruned: {reason}"))
 

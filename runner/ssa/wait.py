@@ -5,7 +5,9 @@ them (label selector ``applyset.kubernetes.io/part-of=<id>``), keeping the newes
 of each object. The caller's thread evaluates ``health.compute`` over the copies twice a
 second (kstatus has time-based rules, e.g. a Pod unschedulable for more than 15 s) and
 returns when all are Current, raises on the first Failed, or lists each unhealthy object
-with its reason when the timeout passes.
+with its reason when the timeout passes. Objects outside the set (a sync's ``healthChecks``)
+are watched one by one, by name (field selector ``metadata.name``), since they carry no
+label of ours.
 """
 
 from __future__ import annotations
@@ -43,9 +45,14 @@ class HealthFailed(HealthError):
 
 
 class _Watcher(threading.Thread):
-    def __init__(self, mgr: Manager, res: Resource, namespace: str, stop: threading.Event) -> None:
+    def __init__(
+        self, mgr: Manager, res: Resource, namespace: str, stop: threading.Event, *, name: str = ""
+    ) -> None:
         super().__init__(daemon=True, name=f"watch-{res.plural}-{namespace}")
         self.mgr, self.res, self.namespace, self.stop = mgr, res, namespace, stop
+        #: one object outside the set, by name; else the set's members
+        self.labels = None if name else mgr.member_selector
+        self.fields = f"metadata.name={name}" if name else None
         self.objects: dict[str, dict[str, object]] = {}
         self.synced = threading.Event()
         self.error: LockgateError | None = None
@@ -59,7 +66,9 @@ class _Watcher(threading.Thread):
             stream.close()
 
     def _relist(self) -> str:
-        listed = self.mgr.kube.snapshot(self.res, self.namespace, label_selector=self.mgr.member_selector)
+        listed = self.mgr.kube.snapshot(
+            self.res, self.namespace, label_selector=self.labels, field_selector=self.fields
+        )
         with self.lock:
             self.objects = {o["metadata"]["name"]: o for o in listed.items}
         self.synced.set()
@@ -69,7 +78,8 @@ class _Watcher(threading.Thread):
         stream = self.mgr.kube.watch(
             self.res,
             self.namespace,
-            label_selector=self.mgr.member_selector,
+            label_selector=self.labels,
+            field_selector=self.fields,
             resource_version=version,
             timeout=WATCH_SECONDS,
         )
@@ -127,19 +137,35 @@ def _describe(report: dict[ObjectKey, Health], keys: Sequence[ObjectKey]) -> str
     return "\n".join(f"  - {key}: {report[key].status.value}: {report[key].message}" for key in keys)
 
 
+Group = tuple[Resource, str, str]
+
+
 def wait(
-    mgr: Manager, targets: Sequence[tuple[ObjectKey, Resource]], options: WaitOptions | None = None
+    mgr: Manager,
+    targets: Sequence[tuple[ObjectKey, Resource]],
+    options: WaitOptions | None = None,
+    *,
+    extra: Sequence[tuple[ObjectKey, Resource]] = (),
 ) -> dict[ObjectKey, Health]:
-    """Block until every target is Current; returns the final health of each."""
+    """Block until every target (members of the set) and every ``extra`` object is Current;
+    returns the final health of each."""
     options = options or WaitOptions()
+    members = {key for key, _ in targets}
+    added = [(key, res) for key, res in extra if key not in members]
+    outside = {key for key, _ in added}
+    targets = [*targets, *added]
     if not targets:
         return {}
     stop = threading.Event()
-    watchers: dict[tuple[Resource, str], _Watcher] = {}
+    watchers: dict[Group, _Watcher] = {}
+
+    def group_of(key: ObjectKey, res: Resource) -> Group:
+        return (res, key.namespace if res.namespaced else "", key.name if key in outside else "")
+
     for key, res in targets:
-        group = (res, key.namespace if res.namespaced else "")
+        group = group_of(key, res)
         if group not in watchers:
-            watchers[group] = _Watcher(mgr, res, group[1], stop)
+            watchers[group] = _Watcher(mgr, res, group[1], stop, name=group[2])
     for watcher in watchers.values():
         watcher.start()
     deadline = time.monotonic() + options.timeout
@@ -152,7 +178,7 @@ def wait(
                     raise watcher.error
             now = time.time()
             for key, res in targets:
-                watcher = watchers[(res, key.namespace if res.namespaced else "")]
+                watcher = watchers[group_of(key, res)]
                 obj = watcher.get(key.name)
                 report[key] = health.compute(dict(obj) if obj is not None else None, now=now)
             failed = [k for k, _ in targets if report[k].status is HealthStatus.FAILED]

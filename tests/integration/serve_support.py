@@ -47,7 +47,12 @@ def runner_doc(metrics_port: int, webhook_port: int, **spec: Any) -> dict[str, A
         "webhookAddress": f"127.0.0.1:{webhook_port}",
     }
     body.update(spec)
-    return {"apiVersion": "lockgate.dev/v1alpha1", "kind": "Runner", "metadata": {"name": "runner"}, "spec": body}
+    return {
+        "apiVersion": "lockgate.dev/v1alpha1",
+        "kind": "Runner",
+        "metadata": {"name": "runner"},
+        "spec": body,
+    }
 
 
 def write_config(path: Path, docs: Sequence[dict[str, Any]]) -> None:
@@ -91,7 +96,9 @@ class Served:
                 if predicate(event):
                     return event
             if self.proc.poll() is not None:
-                raise AssertionError(f"serve exited ({self.proc.returncode}) waiting for {what}:\n{self.tail()}")
+                raise AssertionError(
+                    f"serve exited ({self.proc.returncode}) waiting for {what}:\n{self.tail()}"
+                )
             time.sleep(0.1)
         raise AssertionError(f"no log event {what} within {timeout}s:\n{self.tail()}")
 
@@ -101,7 +108,9 @@ class Served:
     def readyz(self) -> requests.Response:
         return requests.get(f"http://127.0.0.1:{self.metrics_port}/readyz", timeout=5)
 
-    def hook(self, sync: str, body: bytes = b"{}", headers: dict[str, str] | None = None) -> requests.Response:
+    def hook(
+        self, sync: str, body: bytes = b"{}", headers: dict[str, str] | None = None
+    ) -> requests.Response:
         return requests.post(
             f"http://127.0.0.1:{self.webhook_port}/hook/{sync}", data=body, headers=headers or {}, timeout=10
         )
@@ -122,7 +131,7 @@ class Served:
     def sync_ready(self, name: str) -> bool:
         for line in self.metrics().splitlines():
             if line.startswith("lockgate_sync_info{") and f'name="{name}"' in line:
-                return 'ready="true"' in line
+                return 'ready="True"' in line
         return False
 
     def wait_sync_ready(self, name: str, timeout: float = 60) -> None:
@@ -144,7 +153,9 @@ class Served:
         except subprocess.TimeoutExpired:
             self.proc.kill()
             self.proc.wait(10)
-            raise AssertionError(f"serve did not stop within {timeout}s after {sig}:\n{self.tail()}") from None
+            raise AssertionError(
+                f"serve did not stop within {timeout}s after {sig}:\n{self.tail()}"
+            ) from None
         return self.stopped
 
 

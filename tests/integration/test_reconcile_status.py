@@ -32,6 +32,7 @@ RESULT_KEYS = {
     "revision",
     "verifiedBy",
     "dryRun",
+    "skipped",
     "ok",
     "error",
     "counts",
@@ -39,6 +40,9 @@ RESULT_KEYS = {
     "health",
     "requests",
     "seconds",
+    "rolledBackFrom",
+    "rolledBackTo",
+    "notes",
 }
 COUNT_KEYS = {"created", "configured", "unchanged", "skipped", "deleted"}
 

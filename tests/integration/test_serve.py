@@ -6,11 +6,13 @@ asserts on the cluster, the metrics endpoint and the log events.
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import hmac
 import json
 import signal
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -134,9 +136,11 @@ def test_a_valid_reload_takes_effect_and_a_bad_one_is_refused(
         bad = sync_doc("a", a, runner_ns)
         bad["spec"]["prnue"] = True
         write_config(served.config, [runner, bad])
-        refused = served.wait_event(lambda e: e.get("msg", "").startswith("configuration refused"), what="refusal")
+        refused = served.wait_event(
+            lambda e: e.get("msg", "").startswith("configuration refused"), what="refusal"
+        )
         assert "prnue" in refused["reason"] and "did you mean prune" in refused["reason"]
-        assert 'lockgate_config_reloads_total{result="refused"} 1.0' in served.metrics()
+        assert 'lockgate_config_reloads_total{result="failure"} 1.0' in served.metrics()
         # the old configuration keeps running: both syncs, ready
         assert served.sync_ready("a") and served.sync_ready("c")
         assert served.readyz().status_code == 200
@@ -193,10 +197,10 @@ def _labelled(cluster: Cluster, ns: str) -> int:
 
 
 @pytest.fixture
-def own_cluster(tmp_path: Path) -> Cluster:
+def own_cluster(tmp_path: Path) -> Iterator[Cluster]:
     """A cluster of its own, for tests that restart the API server."""
     made = start_cluster(tmp_path / "cluster")
-    yield made  # type: ignore[misc]
+    yield made
     made.stop()
 
 
@@ -250,3 +254,43 @@ def test_sigterm_mid_apply_exits_in_time_and_leaves_a_whole_inventory(
         assert _labelled(cluster, ns) == 800 and _members(cluster, runner_ns, "many") == 800
     finally:
         again.stop()
+
+
+def test_registry_credentials_from_a_secret_serve_checks_and_passes(
+    cluster: Cluster, auth_registry: Registry, unique: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ns, runner_ns = f"{unique}-app", f"{unique}-run"
+    cluster.kubectl("create", "namespace", ns)
+    cluster.kubectl("create", "namespace", runner_ns)
+    assert auth_registry.username and auth_registry.password
+    docker = tmp_path / "docker"
+    docker.mkdir()
+    monkeypatch.setenv("DOCKER_CONFIG", str(docker))  # serve inherits it: only the Secret has credentials
+    auth = base64.b64encode(f"{auth_registry.username}:{auth_registry.password}".encode()).decode()
+    (docker / "config.json").write_text(json.dumps({"auths": {auth_registry.host: {"auth": auth}}}))
+    files = {"cm.yaml": dump(configmap("private", ns, {"v": "1"}))}
+    url = push_tree(auth_registry, f"{unique}/private", files).split("@")[0]
+    (docker / "config.json").unlink()
+    docs = [sync_doc("private", url, runner_ns, interval="1s", secretRef={"name": "pull"})]
+    served = start_serve(cluster, tmp_path, docs, runner={"namespace": runner_ns})
+    try:
+        failed = served.wait_event(
+            lambda e: e.get("outcome") == "failed", what="a failure without the Secret"
+        )
+        assert "Secret/" in failed.get("error", failed.get("reason", "")) and "pull" in json.dumps(failed)
+        cluster.kubectl(
+            "create",
+            "secret",
+            "docker-registry",
+            "pull",
+            "-n",
+            runner_ns,
+            f"--docker-server={auth_registry.host}",
+            f"--docker-username={auth_registry.username}",
+            f"--docker-password={auth_registry.password}",
+        )
+        served.wait_sync_ready("private", timeout=60)
+        assert data_of(cluster, "private", ns) == {"v": "1"}
+        assert auth_registry.password not in served.log.read_text()
+    finally:
+        assert served.stop() == 0, served.tail()

@@ -61,7 +61,6 @@ class Process:
             os.killpg(self.popen.pid, signal.SIGKILL)
             self.popen.wait(timeout)
 
-
     def kill(self) -> None:
         """SIGKILL, no clean-up: what a crash or the OOM killer does."""
         if self.alive():

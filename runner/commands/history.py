@@ -1,0 +1,79 @@
+"""``lockgate status``, ``lockgate sync`` and ``lockgate rollback``: the inventory's history, by hand.
+
+Thin: ``status`` is ``pipeline.status.read`` rendered as a table or JSON; ``sync`` is
+``pipeline.status.request`` (the requestedAt annotation that ``serve`` answers); ``rollback``
+loads the sync from the configuration file, for its verification policy and apply
+settings, and is one ``pipeline.rollback.by_hand`` call printed like a pass.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import click
+
+from lockgate.errors import UsageError
+from runner.pipeline import config, report, rollback, status
+
+_KUBECONFIG = click.option(
+    "--kubeconfig", type=click.Path(path_type=Path), help="Kubeconfig (default $KUBECONFIG, in-cluster)."
+)
+_NAMESPACE = click.option(
+    "--namespace", "-n", help="Runner namespace holding the inventories (default lockgate-system)."
+)
+_OUTPUT = click.option(
+    "--output", "-o", type=click.Choice(["table", "json"]), default="table", show_default=True
+)
+
+
+@click.command("status")
+@click.argument("name", required=False)
+@_NAMESPACE
+@_KUBECONFIG
+@_OUTPUT
+def status_(name: str | None, namespace: str | None, kubeconfig: Path | None, output: str) -> None:
+    """Show what the runner last applied, its health and history (from the inventory Secrets)."""
+    listing = status.read(namespace=namespace, name=name, kubeconfig=kubeconfig)
+    if output == "json":
+        docs = [status.to_json(inv) for inv in listing.inventories]
+        click.echo(json.dumps(docs[0] if name else docs, indent=2))
+    elif name:
+        click.echo(status.detail(listing.inventories[0]))
+    else:
+        click.echo(status.table(listing))
+
+
+@click.command("sync")
+@click.argument("name")
+@_NAMESPACE
+@_KUBECONFIG
+def sync(name: str, namespace: str | None, kubeconfig: Path | None) -> None:
+    """Ask lockgate serve for a pass now (retrying a digest that was rolled back from)."""
+    at = status.request(name, namespace=namespace, kubeconfig=kubeconfig)
+    click.echo(f"sync {name}: requested at {at}; lockgate serve runs it within seconds")
+
+
+@click.command("rollback")
+@click.argument("name")
+@click.option(
+    "--config",
+    "config_path",
+    type=click.Path(path_type=Path),
+    required=True,
+    help="The file of Sync documents.",
+)
+@click.option("--to", "to", help="Digest to roll back to (default: the last healthy one before the current).")
+@_KUBECONFIG
+@_OUTPUT
+def rollback_(name: str, config_path: Path, to: str | None, kubeconfig: Path | None, output: str) -> None:
+    """Roll a sync back to an earlier digest, verified again and applied with prune."""
+    syncs = {s.name: s for s in config.load(config_path).syncs}
+    if name not in syncs:
+        raise UsageError(
+            f"--config {config_path}: no Sync named {name!r} (found: {', '.join(syncs) or 'none'})"
+        )
+    result = rollback.by_hand(syncs[name], to=to, kubeconfig=kubeconfig)
+    click.echo(json.dumps(result.to_json(), indent=2) if output == "json" else report.table(result))
+    if result.error is not None:
+        raise result.error

@@ -1,0 +1,113 @@
+"""``lockgate status`` and ``lockgate sync``: read from the inventory Secrets, no serve running."""
+
+from __future__ import annotations
+
+import pytest
+
+from runner.plan.inventory import REQUESTED_AT
+from tests.integration.history_support import inventory, lockgate, options, run
+from tests.integration.reconcile_support import configmap, dump, get, namespace, push_tree
+from tests.world.kube import Cluster
+from tests.world.registry import Registry
+
+pytestmark = pytest.mark.world
+
+STATUS_KEYS = {
+    "name",
+    "namespace",
+    "source",
+    "revision",
+    "digest",
+    "verifiedBy",
+    "lastResult",
+    "health",
+    "members",
+    "history",
+    "rejected",
+    "requestedAt",
+    "lastHandledRequestedAt",
+}
+
+
+def _two_syncs(cluster: Cluster, registry: Registry, unique: str) -> tuple[str, str]:
+    runner = f"{unique}-r"
+    one = push_tree(
+        registry, f"{unique}/one", {"a.yaml": dump(namespace(unique), configmap("one", unique, {}))}
+    )
+    two = push_tree(registry, f"{unique}/two", {"a.yaml": dump(configmap("two", unique, {"k": "1"}))})
+    assert run(cluster, options(one.rsplit("@", 1)[0], "one", runner, wait=True)).error is None
+    assert run(cluster, options(two, "two", runner)).error is None
+    return one, two
+
+
+def test_status_lists_each_sync_and_shows_one_with_its_history(
+    cluster: Cluster, registry: Registry, unique: str
+) -> None:
+    runner = f"{unique}-r"
+    one, two = _two_syncs(cluster, registry, unique)
+    table = lockgate(cluster, "status", "-n", runner)
+    assert table.code == 0, table.err
+    header, first, second = table.out.splitlines()
+    assert header.split() == ["NAME", "REVISION", "VERIFIED", "BY", "RESULT", "HEALTH", "WHEN", "MEMBERS"]
+    digest = one.rsplit("@", 1)[1]
+    assert first.split()[:2] == ["one", f"latest@{digest[:19]}"]
+    assert "Succeeded" in first and "Healthy" in first and first.split()[-1] == "2"
+    assert second.split()[0] == "two" and "Unknown" in second  # no wait: health not checked
+
+    docs = lockgate(cluster, "status", "-n", runner, "-o", "json").json()
+    assert [d["name"] for d in docs] == ["one", "two"] and set(docs[0]) == STATUS_KEYS
+    assert (docs[0]["digest"], docs[0]["revision"], docs[0]["members"]) == (digest, f"latest@{digest}", 2)
+    assert docs[0]["verifiedBy"] == "nobody (--insecure-skip-verify)"
+    assert docs[0]["lastResult"]["status"] == "Succeeded" and docs[0]["lastResult"]["time"].endswith("Z")
+    assert docs[0]["history"][0]["result"] == "Succeeded" and docs[0]["history"][0]["health"] == "Healthy"
+
+    detail = lockgate(cluster, "status", "one", "-n", runner)
+    assert detail.code == 0, detail.err
+    assert f"  digest:    {digest}" in detail.out
+    assert "  health:    Healthy" in detail.out
+    lines = detail.out.splitlines()
+    row = lines[lines.index("  history:") + 2].split()
+    assert row[1:4] == [f"latest@{digest[:19]}", "Succeeded", "Healthy"]
+    doc = lockgate(cluster, "status", "two", "-n", runner, "-o", "json").json()
+    assert doc["name"] == "two" and doc["revision"] == two.rsplit("@", 1)[1]
+
+    missing = lockgate(cluster, "status", "nope", "-n", runner)
+    assert missing.code == 2 and f"sync nope has never run in namespace {runner}" in missing.err
+    empty = lockgate(cluster, "status", "-n", f"{unique}-empty")
+    assert empty.code == 0 and empty.out.strip() == "no syncs have run in this namespace"
+
+
+def test_sync_sets_only_the_requested_at_annotation(
+    cluster: Cluster, registry: Registry, unique: str
+) -> None:
+    runner = f"{unique}-r"
+    url = push_tree(registry, unique, {"a.yaml": dump(namespace(unique), configmap("c", unique, {}))})
+    sync = options(url, unique, runner)
+    assert run(cluster, sync).error is None
+    before = get(cluster, "secret", f"lockgate-{unique}", runner)
+    assert before is not None
+
+    asked = lockgate(cluster, "sync", unique, "-n", runner)
+    assert asked.code == 0, asked.err
+    after = get(cluster, "secret", f"lockgate-{unique}", runner)
+    assert after is not None
+    at = after["metadata"]["annotations"].pop(REQUESTED_AT)
+    assert at.endswith("Z") and f"requested at {at}" in asked.out
+    assert after["metadata"]["annotations"] == before["metadata"]["annotations"]
+    assert after["data"] == before["data"] and after["metadata"]["labels"] == before["metadata"]["labels"]
+    assert "lockgate-sync" in {m["manager"] for m in after["metadata"]["managedFields"]}
+    assert inventory(cluster, unique, runner).request_pending
+    assert (
+        f"  requested: {at} (lockgate sync; not handled yet)"
+        in lockgate(cluster, "status", unique, "-n", runner).out
+    )
+
+    # the pass serve runs for it records the request as handled; the runner's own writes keep the annotation
+    assert run(cluster, sync, requested_at=at).error is None
+    handled = inventory(cluster, unique, runner)
+    assert (handled.requested_at, handled.handled_request, handled.request_pending) == (at, at, False)
+    assert "requested:" not in lockgate(cluster, "status", unique, "-n", runner).out
+
+    never = lockgate(cluster, "sync", "never-ran", "-n", runner)
+    assert never.code == 2
+    assert f"sync never-ran has never run in namespace {runner} (no Secret lockgate-never-ran)" in never.err
