@@ -402,7 +402,7 @@ class Serve:
         return {
             s.labels.get("name", "")
             for s in self.metric("lockgate_sync_info")
-            if s.labels.get("ready") == "true" and s.value
+            if s.labels.get("ready", "").lower() == "true" and s.value
         }
 
     def pass_seconds(self, sync: str) -> tuple[float, float]:

@@ -235,7 +235,7 @@ class NameWatch:
                                 self.names.add(meta.get("name", ""))
                             elif kind == "DELETED":
                                 self.names.discard(meta.get("name", ""))
-            except (requests.RequestException, ValueError) as exc:
+            except Exception as exc:  # closing the stream from stop() lands here too
                 if self._stop.is_set():
                     return
                 self.error = str(exc)
