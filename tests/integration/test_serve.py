@@ -19,8 +19,9 @@ from pathlib import Path
 import pytest
 
 from tests.integration.reconcile_support import LOCKGATE, configmap, dump, get, push_tree
-from tests.integration.serve_support import runner_doc, start_serve, sync_doc, write_config
+from tests.integration.serve_support import mounted_configmap, runner_doc, start_serve, sync_doc
 from tests.world.kube import Cluster, start_cluster
+from tests.world.process import free_port
 from tests.world.registry import Registry, start_registry
 
 TOKEN = "s3cret-webhook-token"
@@ -125,18 +126,21 @@ def test_a_valid_reload_takes_effect_and_a_bad_one_is_refused(
     cluster.kubectl("create", "namespace", ns)
     a = push_tree(registry, f"{unique}/a", {"cm.yaml": dump(configmap("a", ns, {"v": "1"}))}).split("@")[0]
     c = push_tree(registry, f"{unique}/c", {"cm.yaml": dump(configmap("c", ns, {"v": "1"}))}).split("@")[0]
-    served = start_serve(cluster, tmp_path, [sync_doc("a", a, runner_ns)], runner={"namespace": runner_ns})
+    metrics_port, webhook_port = free_port(), free_port()
+    runner = runner_doc(metrics_port, webhook_port, namespace=runner_ns)
+    mount = tmp_path / "mount"  # a ConfigMap volume: updated by a symlink swap, as the kubelet does
+    config = mounted_configmap(mount, [runner, sync_doc("a", a, runner_ns)])
+    served = start_serve(cluster, tmp_path, [], config=config, ports=(metrics_port, webhook_port))
     try:
         served.wait_sync_ready("a")
-        runner = runner_doc(served.metrics_port, served.webhook_port, namespace=runner_ns)
-        write_config(served.config, [runner, sync_doc("a", a, runner_ns), sync_doc("c", c, runner_ns)])
+        mounted_configmap(mount, [runner, sync_doc("a", a, runner_ns), sync_doc("c", c, runner_ns)])
         served.wait_event(lambda e: e.get("msg") == "configuration reloaded", what="reload", timeout=30)
         served.wait_sync_ready("c")
         assert data_of(cluster, "c", ns) == {"v": "1"}
 
         bad = sync_doc("a", a, runner_ns)
         bad["spec"]["prnue"] = True
-        write_config(served.config, [runner, bad])
+        mounted_configmap(mount, [runner, bad])
         refused = served.wait_event(
             lambda e: e.get("msg", "").startswith("configuration refused"), what="refusal"
         )
