@@ -14,7 +14,8 @@ from pathlib import Path
 import click
 
 from lockgate.errors import UsageError
-from runner.pipeline import config, report, rollback, status
+from runner.pipeline import config, report, status
+from runner.serve import leases
 
 _KUBECONFIG = click.option(
     "--kubeconfig", type=click.Path(path_type=Path), help="Kubeconfig (default $KUBECONFIG, in-cluster)."
@@ -73,7 +74,8 @@ def rollback_(name: str, config_path: Path, to: str | None, kubeconfig: Path | N
         raise UsageError(
             f"--config {config_path}: no Sync named {name!r} (found: {', '.join(syncs) or 'none'})"
         )
-    result = rollback.by_hand(syncs[name], to=to, kubeconfig=kubeconfig)
+    keeper = leases.LeaseKeeper.from_kubeconfig(kubeconfig)
+    result = leases.rollback(keeper, syncs[name], to=to, kubeconfig=kubeconfig)
     click.echo(json.dumps(result.to_json(), indent=2) if output == "json" else report.table(result))
     if result.error is not None:
         raise result.error

@@ -238,8 +238,8 @@ class Pass:
                 done = apply.apply_stage(
                     self.mgr, [by_key[k] for k in keys], recorded=recorded, options=options
                 )
-            except apply.ApplyFailed as exc:
-                changeset.extend(exc.changeset)
+            except (apply.ApplyFailed, apply.StageAbandoned) as exc:
+                changeset.extend(exc.changeset)  # what was applied before the stage stopped
                 raise
             changeset.extend(done)
             if stage is kinds.Stage.CLUSTER and not self.options.dry_run:

@@ -35,6 +35,7 @@ from runner.kube.client import Kube
 from runner.kube.discovery import LEASE
 from runner.kube.errors import KubeError, NotFoundError
 from runner.pipeline import reconcile as pipeline
+from runner.pipeline import rollback as rollback_mod
 from runner.pipeline.reconcile import SyncOptions
 from runner.pipeline.result import Result
 from runner.plan import shard
@@ -418,3 +419,30 @@ def reconcile(
         return Result(name=options.name, namespace=namespace, skipped=f"held by {taken}")
     with taken:
         return pipeline.reconcile(options, kube=kube, kubeconfig=kubeconfig, guard=taken.guard)
+
+
+def rollback(
+    keeper: LeaseKeeper, options: SyncOptions, *, to: str | None = None, kubeconfig: Path | None = None
+) -> Result:
+    """``lockgate rollback``: the rollback under the sync's Lease, so it never runs beside a pass.
+
+    A Lease another runner holds is an ``Abandoned`` error naming the holder (try again when
+    its pass ends), not a skip: a person asked for this one.
+    """
+    try:
+        pipeline.check_name(options.name)
+        namespace = pipeline.runner_namespace(options.namespace)
+        taken = keeper.take(namespace, options.name)
+    except LockgateError as exc:
+        return Result(name=options.name, error=exc)
+    if not isinstance(taken, Held):
+        return Result(
+            name=options.name,
+            namespace=namespace,
+            error=Abandoned(
+                f"sync {options.name} is being reconciled by {taken} right now (its Lease "
+                f"{namespace}/{lease_name(options.name)}); run the rollback again when that pass ends"
+            ),
+        )
+    with taken:
+        return rollback_mod.by_hand(options, to=to, kubeconfig=kubeconfig, guard=taken.guard)

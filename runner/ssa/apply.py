@@ -224,10 +224,21 @@ def record_wave(results: Sequence[Entry | LockgateError], changeset: ChangeSet) 
         raise failure(errors, changeset)
 
 
+class StageAbandoned(Abandoned):
+    """The guard refused a wave's remaining writes; ``changeset`` holds what was applied before."""
+
+    def __init__(self, message: str, changeset: ChangeSet) -> None:
+        super().__init__(message)
+        self.changeset = changeset
+
+
 def failure(errors: Sequence[LockgateError], changeset: ChangeSet) -> LockgateError:
     """What a wave's failures amount to: the pass stopped (``Abandoned``: the guard refused the
     wave's remaining writes, so that is the one story to tell), or the objects were refused."""
-    return next((e for e in errors if isinstance(e, Abandoned)), None) or ApplyFailed(errors, changeset)
+    abandoned = next((e for e in errors if isinstance(e, Abandoned)), None)
+    if abandoned is not None:
+        return StageAbandoned(abandoned.message, changeset)
+    return ApplyFailed(errors, changeset)
 
 
 def resolve_resources(mgr: Manager, items: Sequence[Desired], *, dry_run: bool) -> dict[ObjectKey, Resource]:

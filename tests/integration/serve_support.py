@@ -62,6 +62,26 @@ def write_config(path: Path, docs: Sequence[dict[str, Any]]) -> None:
     tmp.replace(path)
 
 
+def mounted_configmap(directory: Path, docs: Sequence[dict[str, Any]], *, key: str = "lockgate.yaml") -> Path:
+    """Write ``docs`` as the kubelet updates a mounted ConfigMap; returns the path a Pod reads.
+
+    The layout is the kubelet's: ``KEY -> ..data/KEY``, ``..data -> ..<version>``; an update
+    writes a new version directory and swaps the ``..data`` symlink in one rename.
+    """
+    directory.mkdir(parents=True, exist_ok=True)
+    version = directory / f"..{time.time_ns()}"
+    version.mkdir()
+    (version / key).write_text(yaml.safe_dump_all(list(docs), sort_keys=False))
+    swap = directory / "..data_tmp"
+    swap.unlink(missing_ok=True)
+    swap.symlink_to(version.name)
+    swap.replace(directory / "..data")
+    link = directory / key
+    if not link.is_symlink():
+        link.symlink_to(f"..data/{key}")
+    return link
+
+
 @dataclass
 class Served:
     proc: subprocess.Popen[bytes]
@@ -169,14 +189,20 @@ def start_serve(
     config: Path | None = None,
     kubeconfig: Path | None = None,
     wait_ready: bool = True,
+    ports: tuple[int, int] | None = None,
 ) -> Served:
-    """Write the config (unless ``config`` is given and exists) and start serve on it."""
+    """Write the config (unless ``config`` is given and exists) and start serve on it.
+
+    With ``ports`` the given ``config`` is used as it is: its Runner document has those ports.
+    """
     directory.mkdir(parents=True, exist_ok=True)
-    metrics_port, webhook_port = free_port(), free_port()
+    metrics_port, webhook_port = ports or (free_port(), free_port())
     config = config or directory / "lockgate.yaml"
-    if not config.exists():
+    if ports is None and not config.exists():
         write_config(config, [runner_doc(metrics_port, webhook_port, **(runner or {})), *syncs])
-    else:  # a replica on a shared file: its own ports through a per-replica copy of the Runner doc
+    elif (
+        ports is None
+    ):  # a replica on a shared file: its own ports through a per-replica copy of the Runner doc
         docs = [d for d in yaml.safe_load_all(config.read_text()) if d]
         docs = [d for d in docs if d.get("kind") != "Runner"]
         own = directory / f"{identity}.yaml"

@@ -11,15 +11,17 @@ import hashlib
 import hmac
 import json
 import signal
+import subprocess
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.integration.reconcile_support import configmap, dump, get, push_tree
-from tests.integration.serve_support import runner_doc, start_serve, sync_doc, write_config
+from tests.integration.reconcile_support import LOCKGATE, configmap, dump, get, push_tree
+from tests.integration.serve_support import mounted_configmap, runner_doc, start_serve, sync_doc
 from tests.world.kube import Cluster, start_cluster
+from tests.world.process import free_port
 from tests.world.registry import Registry, start_registry
 
 TOKEN = "s3cret-webhook-token"
@@ -124,18 +126,21 @@ def test_a_valid_reload_takes_effect_and_a_bad_one_is_refused(
     cluster.kubectl("create", "namespace", ns)
     a = push_tree(registry, f"{unique}/a", {"cm.yaml": dump(configmap("a", ns, {"v": "1"}))}).split("@")[0]
     c = push_tree(registry, f"{unique}/c", {"cm.yaml": dump(configmap("c", ns, {"v": "1"}))}).split("@")[0]
-    served = start_serve(cluster, tmp_path, [sync_doc("a", a, runner_ns)], runner={"namespace": runner_ns})
+    metrics_port, webhook_port = free_port(), free_port()
+    runner = runner_doc(metrics_port, webhook_port, namespace=runner_ns)
+    mount = tmp_path / "mount"  # a ConfigMap volume: updated by a symlink swap, as the kubelet does
+    config = mounted_configmap(mount, [runner, sync_doc("a", a, runner_ns)])
+    served = start_serve(cluster, tmp_path, [], config=config, ports=(metrics_port, webhook_port))
     try:
         served.wait_sync_ready("a")
-        runner = runner_doc(served.metrics_port, served.webhook_port, namespace=runner_ns)
-        write_config(served.config, [runner, sync_doc("a", a, runner_ns), sync_doc("c", c, runner_ns)])
+        mounted_configmap(mount, [runner, sync_doc("a", a, runner_ns), sync_doc("c", c, runner_ns)])
         served.wait_event(lambda e: e.get("msg") == "configuration reloaded", what="reload", timeout=30)
         served.wait_sync_ready("c")
         assert data_of(cluster, "c", ns) == {"v": "1"}
 
         bad = sync_doc("a", a, runner_ns)
         bad["spec"]["prnue"] = True
-        write_config(served.config, [runner, bad])
+        mounted_configmap(mount, [runner, bad])
         refused = served.wait_event(
             lambda e: e.get("msg", "").startswith("configuration refused"), what="refusal"
         )
@@ -234,7 +239,7 @@ def test_sigterm_mid_apply_exits_in_time_and_leaves_a_whole_inventory(
 ) -> None:
     ns, runner_ns = f"{unique}-app", f"{unique}-run"
     cluster.kubectl("create", "namespace", ns)
-    url = push_tree(registry, f"{unique}/many", {"cms.yaml": _many(ns, 800, "1")}).split("@")[0]
+    url = push_tree(registry, f"{unique}/many", {"cms.yaml": _many(ns, 1500, "1")}).split("@")[0]
     docs = [sync_doc("many", url, runner_ns, interval="1m")]
     served = start_serve(cluster, tmp_path / "one", docs, runner={"namespace": runner_ns, "concurrency": 1})
     served.wait_event(lambda e: e.get("msg") == "pass started", what="the first pass")
@@ -246,12 +251,15 @@ def test_sigterm_mid_apply_exits_in_time_and_leaves_a_whole_inventory(
     applied = _labelled(cluster, ns)
     stopped = served.wait_event(lambda e: e.get("msg") == "stopped", what="stopped")
     assert stopped["clean"] is True
-    if applied < 800:  # the pass was cut short: every applied object is in the inventory already
-        assert _members(cluster, runner_ns, "many") >= applied
+    cut = served.wait_event(lambda e: e.get("msg") == "pass finished", what="the cut pass")
+    assert cut["outcome"] == "abandoned" and "shutting down" in cut["error"], cut
+    assert 0 < applied < 1500 and f"{applied} created" in cut["summary"], (applied, cut)
+    # every applied object is in the inventory already (the union), none half-written
+    assert _members(cluster, runner_ns, "many") == 1500
     again = start_serve(cluster, tmp_path / "two", docs, runner={"namespace": runner_ns})
     try:
         again.wait_sync_ready("many", timeout=120)
-        assert _labelled(cluster, ns) == 800 and _members(cluster, runner_ns, "many") == 800
+        assert _labelled(cluster, ns) == 1500 and _members(cluster, runner_ns, "many") == 1500
     finally:
         again.stop()
 
@@ -294,3 +302,49 @@ def test_registry_credentials_from_a_secret_serve_checks_and_passes(
         assert auth_registry.password not in served.log.read_text()
     finally:
         assert served.stop() == 0, served.tail()
+
+
+BAD_CONFIGS = {
+    "malformed YAML": ("kind: Sync\nmetadata: {name: a\n", "a.yaml:"),
+    "unknown field": (
+        "apiVersion: lockgate.dev/v1alpha1\nkind: Sync\nmetadata: {name: a}\n"
+        "spec: {url: oci://r.example/a:1, interval: 1m, prnue: true, verify: {insecureSkip: true}}\n",
+        "spec.prnue: unknown field; did you mean prune?",
+    ),
+    "duplicate names": (
+        "apiVersion: lockgate.dev/v1alpha1\nkind: Sync\nmetadata: {name: a}\n"
+        "spec: {url: oci://r.example/a:1, interval: 1m, verify: {insecureSkip: true}}\n---\n"
+        "apiVersion: lockgate.dev/v1alpha1\nkind: Sync\nmetadata: {name: a}\n"
+        "spec: {url: oci://r.example/b:1, interval: 1m, verify: {insecureSkip: true}}\n",
+        "duplicate name 'a'",
+    ),
+    "dependsOn cycle": (
+        "apiVersion: lockgate.dev/v1alpha1\nkind: Sync\nmetadata: {name: a}\n"
+        "spec: {url: oci://r.example/a:1, interval: 1m, dependsOn: [b], verify: {insecureSkip: true}}\n---\n"
+        "apiVersion: lockgate.dev/v1alpha1\nkind: Sync\nmetadata: {name: b}\n"
+        "spec: {url: oci://r.example/b:1, interval: 1m, dependsOn: [a], verify: {insecureSkip: true}}\n",
+        "a -> b -> a",
+    ),
+    "no interval": (
+        "apiVersion: lockgate.dev/v1alpha1\nkind: Sync\nmetadata: {name: a}\n"
+        "spec: {url: oci://r.example/a:1, verify: {insecureSkip: true}}\n",
+        "spec.interval: required field is missing",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD_CONFIGS))
+def test_serve_refuses_a_bad_configuration_before_starting(
+    cluster: Cluster, tmp_path: Path, case: str
+) -> None:
+    text, expected = BAD_CONFIGS[case]
+    path = tmp_path / "a.yaml"
+    path.write_text(text)
+    done = subprocess.run(
+        [*LOCKGATE, "serve", f"--config={path}", f"--kubeconfig={cluster.kubeconfig}"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 2, done.stderr
+    assert expected in done.stderr and "Traceback" not in done.stderr, done.stderr

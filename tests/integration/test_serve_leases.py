@@ -28,7 +28,7 @@ from runner.pipeline import config
 from runner.pipeline import reconcile as pipeline
 from runner.plan import shard
 from runner.serve import leases
-from tests.integration.reconcile_support import cli, configmap, dump, get, namespace, push_tree
+from tests.integration.reconcile_support import LOCKGATE, cli, configmap, dump, get, namespace, push_tree
 from tests.world.kube import Cluster
 from tests.world.registry import Registry
 
@@ -374,3 +374,28 @@ def test_the_cronjob_mode_skips_a_sync_another_runner_holds(
     after = spec_of(client, runner, "app")
     assert "holderIdentity" not in after  # released at the end of the pass
     assert after["leaseTransitions"] == transitions + 1  # released by the replica, taken by the CronJob
+
+
+def test_a_rollback_by_hand_refuses_while_another_runner_holds_the_lease(
+    cluster: Cluster, registry: Registry, unique: str, tmp_path: Path
+) -> None:
+    runner = f"{unique}-r"
+    url = push_tree(registry, f"{unique}/app", {"a.yaml": dump(namespace(unique))})
+    syncs = tmp_path / "syncs.yaml"
+    spec = {"url": url, "interval": "5m", "namespace": runner, "verify": {"insecureSkip": True}}
+    syncs.write_text(
+        yaml.safe_dump(
+            {"apiVersion": "lockgate.dev/v1alpha1", "kind": "Sync", "metadata": {"name": "app"}, "spec": spec}
+        )
+    )
+    assert cli(cluster, "--config", str(syncs)).code == 0
+    client = kube(cluster)
+    with must_hold(leases.LeaseKeeper(client, identity="busy-replica"), runner, "app"):
+        done = subprocess.run(
+            [*LOCKGATE, "rollback", "app", f"--config={syncs}", f"--kubeconfig={cluster.kubeconfig}"],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+    assert done.returncode == 12, done.stderr
+    assert "is being reconciled by busy-replica" in done.stderr
