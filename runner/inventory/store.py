@@ -27,6 +27,8 @@ def read(kube: Kube, name: str, namespace: str) -> Inventory:
 
 
 def ensure_namespace(kube: Kube, namespace: str, *, manager: str) -> None:
+    """Create the runner namespace when it is missing, as the runner itself (never as a tenant)."""
+    kube = kube.own()
     if kube.get(NAMESPACE, "", namespace) is None:
         kube.apply(
             NAMESPACE,

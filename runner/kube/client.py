@@ -40,6 +40,7 @@ class Kube:
         self.transport = transport
         self.discovery = Discovery(self._discover)
         self._guard: Callable[[], None] | None = None
+        self._impersonate: str | None = None
 
     def guarded(self, guard: Callable[[], None]) -> Kube:
         """A view sharing this client's connection and discovery that calls ``guard`` before
@@ -48,6 +49,27 @@ class Kube:
         view = copy.copy(self)
         view._guard = guard
         return view
+
+    def impersonating(self, user: str) -> Kube:
+        """A view sharing this client's connection and discovery whose every request is made as
+        ``user`` (``Impersonate-User``), e.g. ``system:serviceaccount:team-a:deployer``: the
+        API server then allows exactly what that identity's RBAC allows. Discovery stays the
+        runner's own (what kinds exist is not a tenant's secret)."""
+        view = copy.copy(self)
+        view._impersonate = user
+        return view
+
+    def own(self) -> Kube:
+        """This view as the credentials' own identity (no impersonation; the guard stays), for
+        what the runner does on its own behalf: the runner namespace, a sync's secretRefs."""
+        view = copy.copy(self)
+        view._impersonate = None
+        return view
+
+    @property
+    def identity(self) -> str | None:
+        """The impersonated user, or None for the credentials' own identity."""
+        return self._impersonate
 
     def _before_write(self) -> None:
         if self._guard is not None:
@@ -98,7 +120,11 @@ class Kube:
     def get(self, res: Resource, namespace: str, name: str) -> dict[str, Any] | None:
         try:
             response = self.transport.request(
-                "GET", res.path(namespace, name), resource=res, namespace=namespace
+                "GET",
+                res.path(namespace, name),
+                resource=res,
+                namespace=namespace,
+                impersonate=self._impersonate,
             )
         except NotFoundError:
             return None
@@ -146,7 +172,13 @@ class Kube:
             params["fieldSelector"] = field_selector
         while True:
             page = self.transport.request(
-                "GET", res.path(namespace), params=params, what="list", resource=res, namespace=namespace
+                "GET",
+                res.path(namespace),
+                params=params,
+                what="list",
+                resource=res,
+                namespace=namespace,
+                impersonate=self._impersonate,
             ).json()
             for item in page.get("items") or []:
                 # list items carry no apiVersion/kind of their own
@@ -176,6 +208,7 @@ class Kube:
             content_type=APPLY_PATCH,
             resource=res,
             namespace=metadata.get("namespace", ""),
+            impersonate=self._impersonate,
         )
         return response.status_code == 201, dict(response.json())
 
@@ -197,13 +230,19 @@ class Kube:
             content_type=JSON_PATCH,
             resource=res,
             namespace=namespace,
+            impersonate=self._impersonate,
         )
         return dict(response.json())
 
     def create(self, res: Resource, namespace: str, body: dict[str, Any]) -> dict[str, Any]:
         self._before_write()
         response = self.transport.request(
-            "POST", res.path(namespace), body=body, resource=res, namespace=namespace
+            "POST",
+            res.path(namespace),
+            body=body,
+            resource=res,
+            namespace=namespace,
+            impersonate=self._impersonate,
         )
         return dict(response.json())
 
@@ -217,6 +256,7 @@ class Kube:
             body=body,
             resource=res,
             namespace=namespace,
+            impersonate=self._impersonate,
         )
         return dict(response.json())
 
@@ -230,6 +270,7 @@ class Kube:
                 body={"propagationPolicy": propagation},
                 resource=res,
                 namespace=namespace,
+                impersonate=self._impersonate,
             )
             return True
         except NotFoundError:
@@ -264,5 +305,6 @@ class Kube:
             timeout=timeout + 10,
             resource=res,
             namespace=namespace,
+            impersonate=self._impersonate,
         )
         return WatchStream(response)

@@ -57,11 +57,14 @@ class Transport:
         what: str = "",
         resource: Resource | None = None,
         namespace: str = "",
+        impersonate: str | None = None,
     ) -> requests.Response:
         """One request, retried as described above; a 4xx raises, never returns."""
         verb = "list" if method == "GET" and what == "list" else ("watch" if stream else _VERBS[method])
         data = json.dumps(body, separators=(",", ":")).encode() if body is not None else None
         headers = {"Content-Type": content_type, "Accept": "application/json"} if data else {}
+        if impersonate:
+            headers["Impersonate-User"] = impersonate
         refreshed = False
         attempt = connect_attempt = 0
         while True:
@@ -99,7 +102,7 @@ class Transport:
                 continue
             break
         if response.status_code >= 400:
-            raise _error(response, verb, resource, namespace, what)
+            raise _error(response, verb, resource, namespace, what, impersonate)
         return response
 
 
@@ -131,8 +134,23 @@ def _retry_after(header: str | None, attempt: int) -> float:
         return 1.0
 
 
+def who(user: str | None) -> str:
+    """How an identity is named in messages: ``ServiceAccount team-a/deployer``, or the runner's."""
+    if not user:
+        return "the runner's identity"
+    parts = user.split(":")
+    if len(parts) == 4 and parts[:2] == ["system", "serviceaccount"]:
+        return f"ServiceAccount {parts[2]}/{parts[3]}"
+    return f"user {user}"
+
+
 def _error(
-    response: requests.Response, verb: str, resource: Resource | None, namespace: str, what: str
+    response: requests.Response,
+    verb: str,
+    resource: Resource | None,
+    namespace: str,
+    what: str,
+    impersonate: str | None = None,
 ) -> Exception:
     try:
         status = response.json()
@@ -152,8 +170,8 @@ def _error(
         )
     if code == 403:
         return PermissionDenied(
-            f"permission denied: cannot {verb} {target}{where}; grant the runner's identity "
-            f"the '{verb}' verb on '{target}' (API server: {server_message})",
+            f"permission denied: {who(impersonate)} cannot {verb} {target}{where}; grant "
+            f"{who(impersonate)} the '{verb}' verb on '{target}' (API server: {server_message})",
             status=403,
             reason=reason,
             server_message=server_message,

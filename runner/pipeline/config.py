@@ -277,6 +277,7 @@ def _options(sync: _Sync, runner: RunnerSettings, *, dry_run: bool) -> SyncOptio
             for h in spec.health_checks
         ),
         rollback=spec.rollback,
+        service_account_name=spec.service_account_name or runner.default_service_account,
     )
 
 

@@ -147,6 +147,12 @@ class SyncSpec:
         "onHealthFailure: re-apply the last healthy digest when a new one fails its health checks.",
         default="none",
     )
+    service_account_name: str | None = attr(
+        "serviceAccountName",
+        "Make every request of the pass (apply, prune, wait, inventory, Events) as this "
+        "ServiceAccount of the sync's namespace, by impersonation (as Flux's serviceAccountName).",
+        pattern=NAME_PATTERN,
+    )
     secret_ref: str | None = attr(
         "secretRef",
         "A kubernetes.io/dockerconfigjson Secret with the registry credentials (as Flux's OCIRepository). "
@@ -204,6 +210,12 @@ class RunnerSettings:
     )
     log_format: Literal["text", "json"] = attr(
         "logFormat", "Log lines as text or JSON (the --log-format flag wins).", default="text"
+    )
+    default_service_account: str | None = attr(
+        "defaultServiceAccount",
+        "Syncs without serviceAccountName run as this ServiceAccount of their namespace, so a "
+        "forgotten one fails closed (Flux's --default-service-account).",
+        pattern=NAME_PATTERN,
     )
     lease_duration: float = attr(
         "leaseDuration",

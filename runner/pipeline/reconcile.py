@@ -83,6 +83,13 @@ class SyncOptions:
     health_checks: tuple[ObjectRef, ...] = ()
     #: "none" or "onHealthFailure"
     rollback: str = "none"
+    #: the pass's requests are made as this ServiceAccount of the runner namespace (impersonation)
+    service_account_name: str | None = None
+
+    def impersonated_user(self, namespace: str) -> str | None:
+        if not self.service_account_name:
+            return None
+        return f"system:serviceaccount:{namespace}:{self.service_account_name}"
 
 
 def runner_namespace(explicit: str | None) -> str:
@@ -365,6 +372,9 @@ def reconcile(
             )
         client = client or Kube.from_kubeconfig(kubeconfig, pool=options.concurrency + 4)
         writer = client if guard is None else client.guarded(guard)
+        user = options.impersonated_user(result.namespace)
+        if user is not None:  # a tenant's pass: the API server allows what its RBAC allows
+            writer = writer.impersonating(user)
         run = Pass(writer, options, result, request=requested_at)
         if rollback.refused(run.inventory, result, retry=retry_rejected or bool(requested_at)):
             return result

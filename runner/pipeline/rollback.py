@@ -76,7 +76,7 @@ def apply_revision(
     note: str,
 ) -> None:
     """Fetch ``digest`` again (verified), apply it with prune and wait as the sync does; raises."""
-    secrets = secretrefs.SecretReader(kube, result.namespace) if options.source.needs_secrets else None
+    secrets = secretrefs.SecretReader(kube.own(), result.namespace) if options.source.needs_secrets else None
     fetched = source.fetch(pinned(options.source, digest), secrets=secrets)
     result.url, result.digest, result.verified_by = fetched.url, fetched.digest, fetched.verified_by
     # a digest reference carries no tag: keep the revision the history knew it by
