@@ -134,6 +134,13 @@ def test_a_session_with_docker_config_or_creds_prints_no_secret(
     ok("tag", by_digest, "stable")
     ok("pull", ref, "-o", str(tmp_path / "pulled"))
     ok("diff", str(tree), ref, "--output", "json")
+    # an annotation another tool wrote with a token in a URL is shown masked
+    noted = auth_registry.oci(unique, ":noted")
+    source = f"org.opencontainers.image.source=https://x-access-token:{WRONG}@github.com/o/r"
+    ok("push", str(tree), noted, "-a", source, "--output", "json")
+    assert "x-access-token:***@github.com" in ok("inspect", noted).out
+    shown = json.loads(ok("inspect", noted, "--output", "json").out)["annotations"]
+    assert shown["org.opencontainers.image.source"] == "https://x-access-token:***@github.com/o/r"
     creds = ["--creds", f"{auth_registry.username}:{auth_registry.password}"]
     runs.append(lockgate("inspect", ref, *creds, "--output", "json"))
     assert runs[-1].code == 0, runs[-1].err
