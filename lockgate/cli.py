@@ -17,6 +17,7 @@ import click
 
 from lockgate import __version__
 from lockgate.errors import ExitCode, LockgateError, NotImplementedYet
+from lockgate.redact import scrub
 
 #: every command of the tree, with its one-line summary
 PLANNED: dict[str, str] = {
@@ -98,6 +99,9 @@ def main(argv: list[str] | None = None) -> int:
         click.echo("aborted", err=True)
         return int(ExitCode.FAILURE)
     except click.ClickException as exc:
+        # click quotes the value it refused, which may be a URL with credentials in it
+        # (``message`` is typed Final in click, but show() reads it at call time)
+        setattr(exc, "message", scrub(exc.message))  # noqa: B010
         exc.show()
         return exc.exit_code
     except click.exceptions.Exit as exc:

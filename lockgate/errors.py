@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from enum import IntEnum
 
+from lockgate.redact import scrub
+
 
 class ExitCode(IntEnum):
     OK = 0
@@ -30,11 +32,13 @@ class ExitCode(IntEnum):
 
 
 class LockgateError(Exception):
-    """Base of every error lockgate reports to a user."""
+    """Base of every error lockgate reports to a user; its message is scrubbed of credentials."""
 
     exit_code: ExitCode = ExitCode.FAILURE
 
     def __init__(self, message: str) -> None:
+        # credentials never leave in a message: URL userinfo, token parameters, auth headers
+        message = scrub(message)
         super().__init__(message)
         self.message = message
 

@@ -147,7 +147,7 @@ def push(
     for r in results:
         click.echo(f"{r.status.value} {r.reference}@{r.digest}")
         if r.signed is not None:
-            click.echo(f"signed {r.signed.digest} by {r.signed.signer}; signature at {r.signed.stored_at}")
+            click.echo(r.signed.describe())
 
 
 @click.command("pull")

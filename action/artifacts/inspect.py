@@ -15,6 +15,7 @@ from typing import Any
 from lockgate import registry
 from lockgate.artifact import pull as pull_mod
 from lockgate.errors import UsageError, VerificationError
+from lockgate.redact import scrub
 from lockgate.registry.oci import Descriptor
 
 HIDDEN_SUFFIXES = (".sig", ".att", ".sbom")
@@ -42,7 +43,8 @@ class Inspection:
             "mediaType": m.media_type,
             "config": m.config.to_json(),
             "layers": [layer.to_json() for layer in m.layers],
-            "annotations": dict(m.annotations),
+            # another tool may have written a URL with credentials (e.g. a source with a token)
+            "annotations": {key: scrub(value) for key, value in m.annotations.items()},
             "files": [
                 {"name": f.name, "size": f.size, "mode": f"{f.mode:04o}", "dir": f.is_dir} for f in self.files
             ],

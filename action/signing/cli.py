@@ -74,7 +74,12 @@ def sign(
     _emit(
         output,
         result.to_json(),
-        [f"Signed {result.reference}", f"  signer:    {result.signer}", f"  stored at: {result.stored_at}"],
+        [
+            f"{'Already signed' if result.already_signed else 'Signed'} {result.reference}"
+            + (f" by {result.signer}: nothing added" if result.already_signed else ""),
+            f"  signer:    {result.signer}",
+            f"  stored at: {result.stored_at}",
+        ],
     )
 
 

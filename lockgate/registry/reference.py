@@ -11,6 +11,7 @@ import re
 from dataclasses import dataclass, replace
 
 from lockgate.errors import UsageError
+from lockgate.redact import has_userinfo, mask_reference
 
 SCHEME = "oci://"
 _HOST = re.compile(
@@ -72,6 +73,15 @@ class Reference:
 def parse(text: str, *, default_tag: str | None = None) -> Reference:
     """Parse ``oci://host/repo[:tag][@digest]`` (the ``oci://`` prefix is optional)."""
     body = text[len(SCHEME) :] if text.startswith(SCHEME) else text
+    if has_userinfo(body):
+        raise UsageError(
+            f"invalid reference {mask_reference(text)!r}: credentials do not go in a reference (they would "
+            "end up in shell history, CI logs and process lists); remove 'USER:PASSWORD@' and log in "
+            "with 'docker login HOST' (lockgate reads the Docker config: DOCKER_CONFIG or "
+            "~/.docker/config.json, with credsStore and credHelpers), pass --creds USER:PASSWORD to the CI "
+            "commands, or name a dockerconfigjson Secret in a Sync's spec.secretRef.name"
+        )
+    text = mask_reference(text)
     if "://" in body:
         raise UsageError(f"invalid reference {text!r}: only oci:// references are supported")
     digest = None

@@ -1,20 +1,31 @@
 """Signing an artifact by digest, with a cosign key or keyless with Sigstore.
 
 Key signatures go to the legacy ``sha256-<hex>.sig`` manifest (what ``cosign verify --key``
-and Flux read), appended to any signatures already there. Keyless signatures are a
-Sigstore bundle of the cosign v3 in-toto statement, attached as an OCI 1.1 referrer.
-Signing is always by digest: a tag could move between resolving and signing.
+and Flux read), appended to any signatures already there. Signing again with the same key
+adds nothing: when a stored signature over the same payload (``.sig`` layer) or for the
+same digest (a cosign v3 ``--key`` bundle among the referrers) verifies with the key's
+public key, the artifact is reported ``already signed`` and nothing is written, as cosign's
+dupe detector does for the ``.sig`` layout. So CI re-runs never grow the signature
+manifest or the verifier's work.
+
+Keyless signatures are a Sigstore bundle of the cosign v3 in-toto statement, attached as
+an OCI 1.1 referrer. Each keyless signing is new evidence (a fresh ephemeral key, Fulcio
+certificate and log entry), so it is stored as a new referrer, as cosign does; only a
+byte-identical referrer is listed once. Signing is always by digest: a tag could move
+between resolving and signing.
 """
 
 from __future__ import annotations
 
 import base64
+import binascii
+import json
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from lockgate.errors import AuthError, LockgateError, UsageError
+from lockgate.errors import AuthError, LockgateError, UsageError, VerificationError
 from lockgate.registry import Reference, RegistryClient, parse
 from lockgate.signing import keys, layout, simplesigning, statement, store
 from lockgate.signing.policy import CertificateFacts
@@ -33,6 +44,18 @@ class SignedArtifact:
     mode: str
     signer: str
     stored_at: str
+    #: ``signed`` when a signature was written, ``unchanged`` when an equivalent one was there
+    status: str = "signed"
+
+    @property
+    def already_signed(self) -> bool:
+        return self.status == "unchanged"
+
+    def describe(self) -> str:
+        """One line for text output: what was signed (or found signed), by whom, where."""
+        if self.already_signed:
+            return f"already signed {self.digest} by {self.signer}; signature at {self.stored_at}"
+        return f"signed {self.digest} by {self.signer}; signature at {self.stored_at}"
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -64,6 +87,19 @@ def sign_with_key(
             docker_reference=ref.name, manifest_digest=digest, annotations=annotations or {}
         )
     )
+    signer = f"key {keys.key_id(key.public_key())}"
+    existing = existing_key_signature(
+        client, ref, digest, key.public_key(), payload=payload, bundles_count=not annotations
+    )
+    if existing is not None:
+        return SignedArtifact(
+            reference=str(ref),
+            digest=digest,
+            mode="key",
+            signer=signer,
+            stored_at=existing,
+            status="unchanged",
+        )
     signature = base64.b64encode(keys.sign(key, payload)).decode()
     store.upload(client, ref.repository, payload)
     store.write_legacy(client, ref.repository, digest, layout.signature_layer(payload, signature))
@@ -71,9 +107,52 @@ def sign_with_key(
         reference=str(ref),
         digest=digest,
         mode="key",
-        signer=f"key {keys.key_id(key.public_key())}",
+        signer=signer,
         stored_at=str(ref.with_tag(layout.signature_tag(digest))),
     )
+
+
+def existing_key_signature(
+    client: RegistryClient,
+    ref: Reference,
+    digest: str,
+    public_key: keys.PublicKey,
+    *,
+    payload: bytes,
+    bundles_count: bool = True,
+) -> str | None:
+    """Where a signature equivalent to signing ``payload`` with ``public_key``'s key is
+    already stored, or None.
+
+    Equivalent, as cosign's dupe detector decides: a ``.sig`` layer whose payload is these
+    very bytes (same digest, same docker-reference, same annotations) and whose signature
+    verifies with the key. A cosign v3 key bundle among the referrers counts too when it
+    verifies with the key for ``digest`` (``bundles_count``; never when annotations are
+    asked for, which a bundle cannot carry). Anything unreadable or not verifying is no
+    match: then a new signature is written, never skipped on a guess.
+    """
+    for found in store.read_legacy(client, ref.repository, digest):
+        if found.payload != payload or layout.CERTIFICATE_ANNOTATION in found.annotations:
+            continue
+        try:
+            keys.check_signature(public_key, base64.b64decode(found.signature_b64, validate=True), payload)
+        except (VerificationError, binascii.Error, ValueError):
+            continue
+        return str(ref.with_tag(layout.signature_tag(digest)))
+    if not bundles_count:
+        return None
+    for bundled in store.read_bundles(client, ref.repository, digest):
+        if bundled.bundle is None or bundled.subject_digest != digest:
+            continue
+        try:
+            document = json.loads(bundled.bundle)
+            if not isinstance(document, dict):
+                continue
+            statement.verify_key_bundle(document, public_key, digest=digest)
+        except (VerificationError, ValueError):
+            continue
+        return str(ref.with_digest(bundled.manifest_digest))
+    return None
 
 
 def attach_bundle(

@@ -13,6 +13,8 @@ import sys
 import time
 from typing import Any
 
+from lockgate.redact import scrub
+
 #: attributes every LogRecord has; anything else on a record is an event field
 _STANDARD = set(vars(logging.LogRecord("", 0, "", 0, "", None, None))) | {"message", "asctime", "taskName"}
 
@@ -33,7 +35,8 @@ class JsonFormatter(logging.Formatter):
         }
         if record.exc_info:
             doc["error"] = self.formatException(record.exc_info)
-        return json.dumps(doc, default=str, separators=(",", ":"))
+        # a field may hold a URL or a server's message: no credential reaches the log
+        return scrub(json.dumps(doc, default=str, separators=(",", ":")))
 
 
 class TextFormatter(logging.Formatter):
@@ -43,7 +46,7 @@ class TextFormatter(logging.Formatter):
         line = f"{stamp} {record.levelname.lower():5} {record.getMessage()}" + (f"  {extra}" if extra else "")
         if record.exc_info:
             line += "\n" + self.formatException(record.exc_info)
-        return line
+        return scrub(line)
 
 
 def configure(log_format: str, *, level: int = logging.INFO) -> None:
