@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from lockgate import registry
+from lockgate.artifact import gz
 from lockgate.artifact import pull as pull_mod
 from lockgate.errors import UsageError, VerificationError
 from lockgate.redact import scrub
@@ -60,10 +61,14 @@ def inspect(
         layer = pull_mod.download_layer(client, resolved, layer_file, media_type=media_type)
         files: list[FileInfo] = []
         try:
-            with tarfile.open(layer_file, mode="r:gz") as tar:
+            with (
+                open(layer_file, "rb") as raw,
+                gz.reader(raw) as plain,
+                tarfile.open(fileobj=plain, mode="r|") as tar,
+            ):
                 for member in tar:
                     files.append(FileInfo(member.name, member.size, member.mode, member.isdir()))
-        except (tarfile.TarError, OSError, EOFError) as exc:
+        except gz.ERRORS as exc:
             raise VerificationError(
                 f"{ref}: layer {layer.digest} is not a valid tar+gzip archive ({exc})"
             ) from None

@@ -2,8 +2,8 @@
 
 ``push`` collects the tree anyway (ignore rules, symlink policy); the key is a hash of that
 entry list with each file's (size, mtime_ns, ctime_ns, inode, device), the packing and
-validation options, the tree's real path, and the versions of lockgate, Python and zlib
-(the gzip bytes depend on them). The value is only the layer digest and size: with them
+validation options, the tree's real path, and the versions of lockgate, Python and the
+bundled compressor (the gzip bytes depend on them). The value is only the layer digest and size: with them
 the manifest is planned and a HEAD request tells whether the registry already has it.
 
 It must never yield a wrong digest. A file edited after packing changes its ctime (which
@@ -25,15 +25,14 @@ import os
 import sys
 import tempfile
 import time
-import zlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from lockgate import __version__
-from lockgate.artifact import pack
+from lockgate.artifact import gz, pack
 
-FORMAT = 1
+FORMAT = 2
 SETTLE_SECONDS = 2
 #: entries kept; the oldest are removed past this
 MAX_ENTRIES = 512
@@ -63,7 +62,7 @@ def key(root: Path, entries: Sequence[pack.Entry], options: pack.PackOptions, *,
         "format": FORMAT,
         "lockgate": __version__,
         "python": sys.version,
-        "zlib": zlib.ZLIB_RUNTIME_VERSION,
+        "compressor": gz.IDENTITY,
         "gzip_level": pack.GZIP_LEVEL,
         "root": str(root.resolve()),
         "ignore_paths": list(options.ignore_paths),

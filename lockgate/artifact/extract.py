@@ -18,9 +18,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
+from lockgate.artifact import gz
 from lockgate.errors import LockgateError, UsageError, VerificationError
 
 CHUNK = 1 << 20
+#: compressed bytes read at once (tarfile's record, what its r|gz stream read)
+READ_AHEAD = tarfile.RECORDSIZE
 
 
 class UnsafeArtifactError(VerificationError):
@@ -58,6 +61,20 @@ class _Counting:
         data = self.raw.read(size)
         self.count += len(data)
         return data
+
+    def readinto(self, buffer: bytearray | memoryview) -> int:
+        # at most what tarfile's gzip stream read at once, so the ratio is measured as tightly
+        # as before (the decompressor would otherwise read 512 KiB ahead)
+        buffer = memoryview(buffer)[:READ_AHEAD]
+        readinto = getattr(self.raw, "readinto", None)
+        if readinto is not None:
+            n = int(readinto(buffer))
+        else:
+            data = self.raw.read(len(buffer))
+            n = len(data)
+            buffer[:n] = data
+        self.count += n
+        return n
 
 
 def _safe_name(name: str) -> str | None:
@@ -102,7 +119,7 @@ def extract(layer: IO[bytes], target: Path, limits: Limits | None = None) -> Ext
         return Extracted(root=target, files=result[0], total_bytes=result[1])
     except LockgateError:
         raise
-    except (tarfile.TarError, EOFError, OSError, ValueError) as exc:
+    except gz.ERRORS as exc:
         raise VerificationError(
             f"the layer is not a valid tar+gzip archive ({exc}); nothing was written"
         ) from None
@@ -115,7 +132,8 @@ def _extract_into(layer: IO[bytes], root: Path, limits: Limits) -> tuple[int, in
     seen: set[str] = set()
     files = 0
     total = 0
-    with tarfile.open(fileobj=counting, mode="r|gz") as tar:  # type: ignore[call-overload]
+    # decompressed through the same bundled library as packing (gz), not the system zlib
+    with gz.reader(counting) as plain, tarfile.open(fileobj=plain, mode="r|") as tar:
         for member in tar:
             name = _safe_name(member.name)
             _check_type(member)

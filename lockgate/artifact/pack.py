@@ -5,12 +5,12 @@ writing anything; ``write`` streams those entries through tar and gzip into a fi
 hashing, so memory stays flat however large the tree. Every header is normalised: uid/gid
 0, empty owner names, mtime 0, mode 0644 (0755 for directories and for files git would
 record as executable), gzip header mtime 0 and no file name. Same content, same digest,
-whatever the umask, the checkout time or the machine (given the same zlib).
+whatever the umask, the checkout time or the machine: the deflate is lockgate's own (``gz``,
+ISA-L bundled in a pinned wheel), not the system's zlib.
 """
 
 from __future__ import annotations
 
-import gzip
 import hashlib
 import os
 import stat
@@ -20,11 +20,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
 
-from lockgate.artifact import ignore
+from lockgate.artifact import gz, ignore
 from lockgate.errors import UsageError
 
-#: fixed so the layer digest does not depend on a library default
-GZIP_LEVEL = 6
+#: fixed so the layer digest does not depend on a library default (ISA-L's levels are 0-3)
+GZIP_LEVEL = gz.LEVEL
 
 
 @dataclass(frozen=True)
@@ -270,62 +270,64 @@ def write(
 
     The tar stream is assembled here rather than through ``tarfile.TarFile.addfile`` (same
     headers, same bytes: the digest of a tree never changes) and handed to gzip in large
-    chunks; deflate output does not depend on how its input is split. Each file is read
-    once, and ``check`` (e.g. YAML validation) sees the bytes that are packed.
+    chunks; ``gz.GzipWriter`` re-cuts them into fixed blocks, so the deflate output does not
+    depend on how they were split here. Each file is read once, and ``check`` (e.g. YAML
+    validation) sees the bytes that are packed.
     """
     sink = _HashingWriter(out)
     offset = 0
-    with gzip.GzipFile(filename="", mode="wb", fileobj=sink, mtime=0, compresslevel=GZIP_LEVEL) as gz:
-        buf = bytearray()
-        for entry in entries:
-            if entry.is_dir:
-                header = tar_header(entry, 0)
-                buf += header
-                offset += len(header)
-                continue
-            try:
-                with open(entry.source, "rb") as handle:
-                    size = os.fstat(handle.fileno()).st_size
-                    if size <= inline_limit:
-                        data = handle.read()
-                        if check is not None:
-                            check(entry, data)
-                        header = tar_header(entry, len(data))
-                        buf += header
-                        buf += data
-                        buf += _padding(len(data))
-                        offset += len(header) + len(data) + len(_padding(len(data)))
-                    else:
-                        if check is not None:
-                            check(entry, None)
-                        header = tar_header(entry, size)
-                        buf += header
-                        gz.write(buf)
-                        buf.clear()
-                        _copy(handle, gz, size, entry)
-                        buf += _padding(size)
-                        offset += len(header) + size + len(_padding(size))
-            except OSError as exc:
-                raise UsageError(f"{entry.source}: cannot read ({exc.strerror or exc})") from None
-            if len(buf) >= _CHUNK:
-                gz.write(buf)
-                buf.clear()
-        # the end of archive: two zero blocks, then zeros up to a whole record (as tarfile.close)
-        buf += tarfile.NUL * (2 * _BLOCK)
-        offset += 2 * _BLOCK
-        if offset % _RECORD:
-            buf += tarfile.NUL * (_RECORD - offset % _RECORD)
-        gz.write(buf)
+    gzw = gz.GzipWriter(sink.write)
+    buf = bytearray()
+    for entry in entries:
+        if entry.is_dir:
+            header = tar_header(entry, 0)
+            buf += header
+            offset += len(header)
+            continue
+        try:
+            with open(entry.source, "rb") as handle:
+                size = os.fstat(handle.fileno()).st_size
+                if size <= inline_limit:
+                    data = handle.read()
+                    if check is not None:
+                        check(entry, data)
+                    header = tar_header(entry, len(data))
+                    buf += header
+                    buf += data
+                    buf += _padding(len(data))
+                    offset += len(header) + len(data) + len(_padding(len(data)))
+                else:
+                    if check is not None:
+                        check(entry, None)
+                    header = tar_header(entry, size)
+                    buf += header
+                    gzw.write(buf)
+                    buf.clear()
+                    _copy(handle, gzw, size, entry)
+                    buf += _padding(size)
+                    offset += len(header) + size + len(_padding(size))
+        except OSError as exc:
+            raise UsageError(f"{entry.source}: cannot read ({exc.strerror or exc})") from None
+        if len(buf) >= _CHUNK:
+            gzw.write(buf)
+            buf.clear()
+    # the end of archive: two zero blocks, then zeros up to a whole record (as tarfile.close)
+    buf += tarfile.NUL * (2 * _BLOCK)
+    offset += 2 * _BLOCK
+    if offset % _RECORD:
+        buf += tarfile.NUL * (_RECORD - offset % _RECORD)
+    gzw.write(buf)
+    gzw.close()
     return "sha256:" + sink.sha.hexdigest(), sink.size
 
 
-def _copy(handle: IO[bytes], gz: gzip.GzipFile, size: int, entry: Entry) -> None:
+def _copy(handle: IO[bytes], gzw: gz.GzipWriter, size: int, entry: Entry) -> None:
     left = size
     while left:
         chunk = handle.read(min(left, _CHUNK))
         if not chunk:
             raise UsageError(f"{entry.source}: changed while being packed (shorter than {size} bytes)")
-        gz.write(chunk)
+        gzw.write(chunk)
         left -= len(chunk)
 
 

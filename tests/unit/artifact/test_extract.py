@@ -106,3 +106,27 @@ def test_refuses_a_non_empty_target(tmp_path: Path) -> None:
     with pytest.raises(UsageError, match="not an empty directory"):
         extract.extract(_layer(_member("a.yaml")), tmp_path / "out")
     assert (tmp_path / "out" / "keep").read_text() == "mine"
+
+
+class _Watched(io.BytesIO):
+    """Records the largest single read, to check how far ahead of the ratio check reading runs."""
+
+    largest = 0
+
+    def readinto(self, buffer: bytearray | memoryview) -> int:  # type: ignore[override]
+        n = super().readinto(buffer)
+        self.largest = max(self.largest, n)
+        return n
+
+    def read(self, size: int | None = -1) -> bytes:
+        data = super().read(size)
+        self.largest = max(self.largest, len(data))
+        return data
+
+
+def test_the_compressed_side_is_read_a_record_at_a_time(tmp_path: Path) -> None:
+    # the ratio limit compares with the compressed bytes read so far: reading far ahead would loosen it
+    raw = _layer(_member("a.yaml", data=bytes(range(256)) * 4096)).getvalue()
+    watched = _Watched(raw)
+    extract.extract(watched, tmp_path / "out")
+    assert 0 < watched.largest <= tarfile.RECORDSIZE

@@ -1,0 +1,97 @@
+"""The layer's gzip, through a deflate that travels with lockgate: ISA-L, bundled in ``isal``'s wheel.
+
+Python's ``zlib`` is the system library on Linux (zlib on Debian and Ubuntu, zlib-ng-compat on
+Fedora), and each compresses the same tar to different bytes. ``isal`` (python-isal) links its
+own ISA-L statically and is pinned exactly in pyproject, so the compressed bytes depend only on
+the tar and lockgate's version.
+
+ISA-L's output also depends on how the input is split between calls, so ``GzipWriter`` feeds
+the compressor in blocks of exactly ``BLOCK`` bytes of the tar stream, whatever sizes its
+callers write. The gzip member is framed here, byte for byte as ``gzip.GzipFile`` framed it
+before: no file name, mtime 0, XFL 0, OS 255 (unknown), then raw deflate, CRC-32 and size.
+
+``reader`` opens a layer for reading through the same library (multi-member streams, CRC and
+length checked); what reading a broken layer raises is in ``ERRORS``.
+"""
+
+from __future__ import annotations
+
+import gzip
+import struct
+import tarfile
+from collections.abc import Callable
+from typing import Protocol, cast
+
+import isal
+from isal import igzip, isal_zlib
+
+#: ISA-L's levels are 0-3; 1 is its fastest (see README's dependency table for the measurement)
+LEVEL = 1
+#: the compressor sees exactly this many bytes per call, so the output is a function of the tar alone
+BLOCK = 1 << 20
+#: magic, deflate, no flags, mtime 0, XFL 0, OS 255: what gzip.GzipFile(filename="", mtime=0) wrote at level 6
+HEADER = b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\xff"
+#: what reading a broken tar+gzip layer through ``reader`` and tarfile can raise
+# (isal_zlib.error is igzip_lib.IsalError, a class; its stub declares an instance)
+ERRORS: tuple[type[Exception], ...] = (
+    tarfile.TarError,
+    OSError,
+    EOFError,
+    ValueError,
+    cast("type[Exception]", isal_zlib.error),
+)
+#: what the bytes depend on, for the build cache's key
+IDENTITY = f"isal {isal.__version__} (ISA-L {isal.ISAL_VERSION}), level {LEVEL}, blocks of {BLOCK}"
+
+
+class GzipWriter:
+    """Writes one gzip member through ``emit``: ``write`` any number of times, then ``close``."""
+
+    def __init__(self, emit: Callable[[bytes], object]) -> None:
+        self._emit = emit
+        self._deflate = isal_zlib.compressobj(LEVEL, isal_zlib.DEFLATED, -isal_zlib.MAX_WBITS)
+        self._pending = bytearray()
+        self._crc = 0
+        self._size = 0
+        emit(HEADER)
+
+    def _feed(self, block: bytes | bytearray | memoryview) -> None:
+        self._crc = isal_zlib.crc32(block, self._crc)
+        self._size += len(block)
+        compressed = self._deflate.compress(block)
+        if compressed:
+            self._emit(compressed)
+
+    def write(self, data: bytes | bytearray | memoryview) -> None:
+        with memoryview(data) as whole_view:
+            view = whole_view
+            if self._pending:
+                take = min(BLOCK - len(self._pending), len(view))
+                self._pending += view[:take]
+                view = view[take:]
+                if len(self._pending) < BLOCK:
+                    return
+                self._feed(self._pending)
+                self._pending.clear()
+            whole = len(view) - len(view) % BLOCK
+            for start in range(0, whole, BLOCK):
+                self._feed(view[start : start + BLOCK])
+            self._pending += view[whole:]
+
+    def close(self) -> None:
+        if self._pending:
+            self._feed(self._pending)
+            self._pending.clear()
+        self._emit(self._deflate.flush(isal_zlib.Z_FINISH))
+        self._emit(struct.pack("<II", self._crc & 0xFFFFFFFF, self._size & 0xFFFFFFFF))
+
+
+class Readable(Protocol):
+    def read(self, size: int = -1, /) -> bytes: ...
+
+    def readinto(self, buffer: bytearray | memoryview, /) -> int: ...
+
+
+def reader(raw: Readable) -> gzip.GzipFile:
+    """The decompressed stream of the gzip ``raw``, read sequentially (``raw`` is never seeked)."""
+    return igzip.IGzipFile(fileobj=raw, mode="rb")  # type: ignore[no-untyped-call]
