@@ -284,6 +284,7 @@ def _options(sync: _Sync, runner: RunnerSettings, *, dry_run: bool) -> SyncOptio
                 substitute.Source(kind=s.kind, name=s.name, optional=s.optional)
                 for s in spec.post_build.substitute_from
             ),
+            always=spec.post_build.substitute_strategy == "Always",
         ),
     )
 

@@ -110,6 +110,12 @@ class PostBuild:
         "ConfigMaps and Secrets of variables, read at each pass; a later one wins over an earlier one.",
         factory=tuple,
     )
+    substitute_strategy: Literal["WithVariables", "Always"] = attr(
+        "substituteStrategy",
+        "WithVariables: substitute only when at least one variable is defined; Always: also without "
+        "any (for templates that only use defaults), as Flux.",
+        default="WithVariables",
+    )
 
 
 @dataclass(frozen=True)

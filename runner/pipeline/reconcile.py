@@ -377,7 +377,7 @@ def reconcile(
         if options.post_build is not None and options.post_build.wanted:
             # the runner's own client, as for secretRefs: the sources live in the runner namespace
             variables = substitute.load_variables(options.post_build, client, result.namespace)
-            objects = substitute.apply(objects, variables)
+            objects = substitute.apply(objects, variables, always=options.post_build.always)
         writer = client if guard is None else client.guarded(guard)
         user = options.impersonated_user(result.namespace)
         if user is not None:  # a tenant's pass: the API server allows what its RBAC allows

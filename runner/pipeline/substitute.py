@@ -6,7 +6,8 @@ ConfigMaps and Secrets in order (a later source wins over an earlier one), then 
 rendered to YAML, substituted as text with ``lockgate.envsubst`` (strict: an undefined
 variable without a default fails) and parsed again, unless it is labelled or annotated
 ``kustomize.toolkit.fluxcd.io/substitute: disabled`` or ``lockgate.dev/substitute: disabled``.
-As in Flux, nothing is substituted when no variable is defined at all. The ConfigMaps and
+As in Flux, nothing is substituted when no variable is defined at all, unless
+``substituteStrategy: Always``. The ConfigMaps and
 Secrets are read from the runner namespace through the runner's own client at each pass
 (they change) and their values stay in memory; errors name the source or the object and the
 variable, never a value.
@@ -43,10 +44,12 @@ class Source:
 class PostBuild:
     substitute: Mapping[str, str]
     substitute_from: Sequence[Source] = ()
+    #: ``substituteStrategy: Always``: substitute even when no variable is defined
+    always: bool = False
 
     @property
     def wanted(self) -> bool:
-        return bool(self.substitute or self.substitute_from)
+        return bool(self.substitute or self.substitute_from or self.always)
 
 
 def load_variables(post_build: PostBuild, kube: Kube, namespace: str) -> dict[str, str]:
@@ -89,9 +92,9 @@ def _where(obj: K8sObject) -> str:
     return f"{shown} ({obj.origin})"
 
 
-def substitute_object(obj: K8sObject, variables: Mapping[str, str]) -> K8sObject:
+def substitute_object(obj: K8sObject, variables: Mapping[str, str], *, always: bool = False) -> K8sObject:
     """``obj`` with its variables substituted (Flux: per object, on its YAML, parsed again)."""
-    if _disabled(obj) or not variables:
+    if _disabled(obj) or not (variables or always):
         return obj
     where = _where(obj)
     try:
@@ -110,5 +113,5 @@ def substitute_object(obj: K8sObject, variables: Mapping[str, str]) -> K8sObject
     return K8sObject(body=found[0].body, file=obj.file, line=obj.line)
 
 
-def apply(objects: list[K8sObject], variables: Mapping[str, str]) -> list[K8sObject]:
-    return [substitute_object(obj, variables) for obj in objects]
+def apply(objects: list[K8sObject], variables: Mapping[str, str], *, always: bool = False) -> list[K8sObject]:
+    return [substitute_object(obj, variables, always=always) for obj in objects]

@@ -54,6 +54,12 @@ def test_no_variables_at_all_substitutes_nothing() -> None:
     assert substitute.substitute_object(obj, {}) is obj
 
 
+def test_strategy_always_substitutes_without_variables() -> None:
+    assert substitute.substitute_object(_obj({"a": "${X:=d}"}), {}, always=True).body["data"] == {"a": "d"}
+    with pytest.raises(RenderError, match='"UNSET"'):
+        substitute.substitute_object(_obj({"a": "${UNSET}"}), {}, always=True)
+
+
 def test_an_undefined_variable_names_the_object_and_the_variable() -> None:
     with pytest.raises(RenderError) as caught:
         substitute.substitute_object(_obj({"a": "${UNSET}"}), {"A": "1"})
@@ -75,6 +81,7 @@ def test_the_sync_fields_decode(tmp_path: Path) -> None:
         "spec:\n  url: oci://r/x:1\n  interval: 1m\n  verify: {insecureSkip: true}\n"
         "  postBuild:\n    substitute: {A: '1'}\n"
         "    substituteFrom: [{kind: ConfigMap, name: v}, {kind: Secret, name: w, optional: true}]\n"
+        "    substituteStrategy: Always\n"
     )
     (options,) = config.load(path).syncs
     assert options.post_build == substitute.PostBuild(
@@ -83,6 +90,7 @@ def test_the_sync_fields_decode(tmp_path: Path) -> None:
             substitute.Source("ConfigMap", "v"),
             substitute.Source("Secret", "w", optional=True),
         ),
+        always=True,
     )
 
 
