@@ -263,6 +263,16 @@ def _value(tp: Any, meta: Meta | None, value: Any, problems: Problems, path: Pat
         (item_type, _) = get_args(tp)
         items = [_value(item_type, meta, item, problems, (*path, i)) for i, item in enumerate(value)]
         return BAD if any(item is BAD for item in items) else tuple(items)
+    if origin is dict:
+        if not isinstance(value, dict):
+            problems.add(path, f"expected a mapping, got {describe(value)}")
+            return BAD
+        (_, item_type) = get_args(tp)
+        entries = {
+            str(key): _scalar(item_type, None, item, problems, (*path, str(key)))
+            for key, item in value.items()
+        }
+        return BAD if any(item is BAD for item in entries.values()) else entries
     if origin is Literal:
         choices = get_args(tp)
         if value not in choices:

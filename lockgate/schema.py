@@ -33,6 +33,8 @@ def _type_schema(tp: Any, meta: model.Meta | None, defs: dict[str, Any]) -> dict
         return {"oneOf": [_type_schema(inner.type, inner.meta, defs), ref]}
     if origin is tuple:
         return {"type": "array", "items": _type_schema(get_args(tp)[0], meta, defs)}
+    if origin is dict:
+        return {"type": "object", "additionalProperties": _type_schema(get_args(tp)[1], None, defs)}
     if origin is Literal:
         choices = list(get_args(tp))
         return {"const": choices[0]} if len(choices) == 1 else {"type": "string", "enum": choices}
@@ -55,7 +57,7 @@ def _type_schema(tp: Any, meta: model.Meta | None, defs: dict[str, Any]) -> dict
 def _yaml_default(f: model.FieldInfo) -> Any:
     """The default as it would be written in YAML; None when there is nothing to show."""
     value = f.default
-    if value is None or f.meta.required or dataclasses.is_dataclass(value) or value == ():
+    if value is None or f.meta.required or dataclasses.is_dataclass(value) or value in ((), {}):
         return None
     return model.format_duration(value) if f.meta.duration else value
 
@@ -125,6 +127,8 @@ def _type_name(tp: Any, meta: model.Meta | None) -> str:
         return f"object (or {short} as a string)" if short else "object"
     if origin is tuple:
         return f"list of {_type_name(get_args(tp)[0], meta)}"
+    if origin is dict:
+        return f"map of string to {_type_name(get_args(tp)[1], None)}"
     if origin is Literal:
         return " \\| ".join(f"`{c}`" for c in get_args(tp))
     if meta is not None and meta.duration:

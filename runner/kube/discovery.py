@@ -40,6 +40,7 @@ class Resource:
 
 
 SECRET = Resource("", "v1", "Secret", "secrets", True)
+CONFIGMAP = Resource("", "v1", "ConfigMap", "configmaps", True)
 NAMESPACE = Resource("", "v1", "Namespace", "namespaces", False)
 EVENT = Resource("", "v1", "Event", "events", True)
 LEASE = Resource("coordination.k8s.io", "v1", "Lease", "leases", True)

@@ -20,7 +20,7 @@ from lockgate import located, model
 from lockgate.errors import UsageError
 from lockgate.model import parse_duration
 from lockgate.signing.options import Spelling, VerifyOptions, build_policy
-from runner.pipeline import source
+from runner.pipeline import source, substitute
 from runner.pipeline.documents import (
     API_VERSION,
     KINDS,
@@ -278,6 +278,14 @@ def _options(sync: _Sync, runner: RunnerSettings, *, dry_run: bool) -> SyncOptio
         ),
         rollback=spec.rollback,
         service_account_name=spec.service_account_name or runner.default_service_account,
+        post_build=substitute.PostBuild(
+            substitute=dict(spec.post_build.substitute),
+            substitute_from=tuple(
+                substitute.Source(kind=s.kind, name=s.name, optional=s.optional)
+                for s in spec.post_build.substitute_from
+            ),
+            always=spec.post_build.substitute_strategy == "Always",
+        ),
     )
 
 

@@ -86,6 +86,39 @@ class HealthCheck:
 
 
 @dataclass(frozen=True)
+class SubstituteReference:
+    """A ConfigMap or Secret of the runner namespace whose entries are variables (Flux's substituteFrom)."""
+
+    kind: Literal["ConfigMap", "Secret"] = attr("kind", "ConfigMap or Secret.", required=True)
+    name: str = attr("name", "Its name.", required=True, pattern=r"^[a-z0-9]([-.a-z0-9]*[a-z0-9])?$")
+    optional: bool = attr(
+        "optional", "A missing one counts as empty instead of failing the pass.", default=False
+    )
+
+
+@dataclass(frozen=True)
+class PostBuild:
+    """Variable substitution in every object, with Flux's envsubst semantics (strict)."""
+
+    substitute: dict[str, str] = attr(
+        "substitute",
+        "Variables by name; they win over substituteFrom.",
+        factory=dict,
+    )
+    substitute_from: tuple[SubstituteReference, ...] = attr(
+        "substituteFrom",
+        "ConfigMaps and Secrets of variables, read at each pass; a later one wins over an earlier one.",
+        factory=tuple,
+    )
+    substitute_strategy: Literal["WithVariables", "Always"] = attr(
+        "substituteStrategy",
+        "WithVariables: substitute only when at least one variable is defined; Always: also without "
+        "any (for templates that only use defaults), as Flux.",
+        default="WithVariables",
+    )
+
+
+@dataclass(frozen=True)
 class SyncSpec:
     """What to keep converged: an OCI artifact, how to verify it, how to apply it, and when."""
 
@@ -160,6 +193,13 @@ class SyncSpec:
         reference=True,
     )
     verify: Verify = attr("verify", "Signature verification; fails closed without a policy.", factory=Verify)
+    post_build: PostBuild = attr(
+        "postBuild",
+        "Substitute ${var} in every object before it is applied (as Flux's Kustomization postBuild); "
+        "an object labelled or annotated kustomize.toolkit.fluxcd.io/substitute: disabled (or "
+        "lockgate.dev/substitute: disabled) is left as it is.",
+        factory=PostBuild,
+    )
 
 
 @dataclass(frozen=True)

@@ -27,7 +27,7 @@ from lockgate.manifests import K8sObject, ObjectKey
 from runner.inventory import events, store
 from runner.kube.client import Kube
 from runner.kube.discovery import Resource
-from runner.pipeline import secretrefs, source
+from runner.pipeline import secretrefs, source, substitute
 from runner.pipeline.result import Result
 from runner.plan import history, kinds, placement, prune_plan
 from runner.plan.desired import Desired, prepare
@@ -85,6 +85,8 @@ class SyncOptions:
     rollback: str = "none"
     #: the pass's requests are made as this ServiceAccount of the runner namespace (impersonation)
     service_account_name: str | None = None
+    #: ``spec.postBuild``: variables substituted in every object after loading, before placement
+    post_build: substitute.PostBuild | None = None
 
     def impersonated_user(self, namespace: str) -> str | None:
         if not self.service_account_name:
@@ -371,6 +373,11 @@ def reconcile(
                 f"{fetched.url}{'/' + options.source.path if options.source.path else ''} holds no objects"
             )
         client = client or Kube.from_kubeconfig(kubeconfig, pool=options.concurrency + 4)
+        objects = fetched.objects
+        if options.post_build is not None and options.post_build.wanted:
+            # the runner's own client, as for secretRefs: the sources live in the runner namespace
+            variables = substitute.load_variables(options.post_build, client, result.namespace)
+            objects = substitute.apply(objects, variables, always=options.post_build.always)
         writer = client if guard is None else client.guarded(guard)
         user = options.impersonated_user(result.namespace)
         if user is not None:  # a tenant's pass: the API server allows what its RBAC allows
@@ -379,7 +386,7 @@ def reconcile(
         if rollback.refused(run.inventory, result, retry=retry_rejected or bool(requested_at)):
             return result
         try:
-            run.run(fetched.objects)
+            run.run(objects)
         except LockgateError as exc:
             run.record_failure(exc)
             if rollback.wanted(options, run.inventory, exc, result.digest):

@@ -1,0 +1,117 @@
+"""postBuild variable substitution of one pass: after loading the objects, before placement.
+
+As kustomize-controller's postBuild: the variables are the entries of the ``substituteFrom``
+ConfigMaps and Secrets in order (a later source wins over an earlier one), then the inline
+``substitute`` map over all of them, every value with its newlines stripped. Each object is
+rendered to YAML, substituted as text with ``lockgate.envsubst`` (strict: an undefined
+variable without a default fails) and parsed again, unless it is labelled or annotated
+``kustomize.toolkit.fluxcd.io/substitute: disabled`` or ``lockgate.dev/substitute: disabled``.
+As in Flux, nothing is substituted when no variable is defined at all, unless
+``substituteStrategy: Always``. The ConfigMaps and
+Secrets are read from the runner namespace through the runner's own client at each pass
+(they change) and their values stay in memory; errors name the source or the object and the
+variable, never a value.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import yaml
+
+from lockgate import envsubst, manifests
+from lockgate.errors import LockgateError, RenderError, UsageError
+from lockgate.manifests import K8sObject
+from runner.kube.client import Kube
+from runner.kube.discovery import CONFIGMAP, SECRET
+
+OPT_OUT_KEYS = ("kustomize.toolkit.fluxcd.io/substitute", "lockgate.dev/substitute")
+DISABLED = "disabled"
+FIELD = "spec.postBuild.substituteFrom"
+
+
+@dataclass(frozen=True)
+class Source:
+    kind: str  # "ConfigMap" or "Secret"
+    name: str
+    optional: bool = False
+
+
+@dataclass(frozen=True)
+class PostBuild:
+    substitute: Mapping[str, str]
+    substitute_from: Sequence[Source] = ()
+    #: ``substituteStrategy: Always``: substitute even when no variable is defined
+    always: bool = False
+
+    @property
+    def wanted(self) -> bool:
+        return bool(self.substitute or self.substitute_from or self.always)
+
+
+def load_variables(post_build: PostBuild, kube: Kube, namespace: str) -> dict[str, str]:
+    """The variables of a pass, in Flux's precedence, values without newlines."""
+    found: dict[str, str] = {}
+    for index, source in enumerate(post_build.substitute_from):
+        where = f"{source.kind}/{namespace}/{source.name} ({FIELD}[{index}])"
+        resource = CONFIGMAP if source.kind == "ConfigMap" else SECRET
+        body = kube.get(resource, namespace, source.name)
+        if body is None:
+            if source.optional:
+                continue
+            raise UsageError(f"{where}: not found (set optional: true to allow it to be missing)")
+        data = body.get("data") or {}
+        for key, value in data.items() if isinstance(data, dict) else ():
+            if source.kind == "Secret":
+                try:
+                    text = base64.b64decode(str(value), validate=True).decode("utf-8", "surrogateescape")
+                except binascii.Error:
+                    raise UsageError(f"{where}: entry {key!r} is not base64") from None
+            else:
+                text = str(value)
+            found[str(key)] = envsubst.clean_value(text)
+    for key, value in post_build.substitute.items():
+        found[key] = envsubst.clean_value(value)
+    return found
+
+
+def _disabled(obj: K8sObject) -> bool:
+    metadata = obj.body.get("metadata") or {}
+    for part in ("labels", "annotations"):
+        values = metadata.get(part) or {}
+        if isinstance(values, dict) and any(values.get(key) == DISABLED for key in OPT_OUT_KEYS):
+            return True
+    return False
+
+
+def _where(obj: K8sObject) -> str:
+    shown = f"{obj.kind}/{obj.namespace}/{obj.name}" if obj.namespace else f"{obj.kind}/{obj.name}"
+    return f"{shown} ({obj.origin})"
+
+
+def substitute_object(obj: K8sObject, variables: Mapping[str, str], *, always: bool = False) -> K8sObject:
+    """``obj`` with its variables substituted (Flux: per object, on its YAML, parsed again)."""
+    if _disabled(obj) or not (variables or always):
+        return obj
+    where = _where(obj)
+    try:
+        envsubst.check_names(variables)
+        # no line folding: a folded ${...} would carry the fold into the template
+        text = yaml.safe_dump(obj.body, sort_keys=True, allow_unicode=True, width=2**31 - 1)
+        output = envsubst.evaluate(text, variables)
+    except envsubst.SubstitutionError as exc:
+        raise RenderError(f"{where}: postBuild substitution failed: {exc.message}") from None
+    try:
+        found = manifests.load_text(output, obj.file)
+    except LockgateError as exc:
+        raise RenderError(f"{where}: after postBuild substitution: {exc.message}") from None
+    if len(found) != 1:
+        raise RenderError(f"{where}: after postBuild substitution the text holds {len(found)} objects")
+    return K8sObject(body=found[0].body, file=obj.file, line=obj.line)
+
+
+def apply(objects: list[K8sObject], variables: Mapping[str, str], *, always: bool = False) -> list[K8sObject]:
+    return [substitute_object(obj, variables, always=always) for obj in objects]
