@@ -14,12 +14,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
 from runner.kube.client import Kube
 from runner.pipeline import config
 from runner.pipeline import reconcile as pipeline
 from runner.pipeline.result import Result
+from tests.integration.history_support import sync_file
 from tests.integration.reconcile_support import configmap, dump, get, namespace, push_tree
 from tests.world.kube import Cluster
 from tests.world.registry import Registry
@@ -45,20 +45,7 @@ def _secret(cluster: Cluster, ns: str, name: str, data: dict[str, str]) -> None:
 
 
 def _pass(cluster: Cluster, tmp_path: Path, name: str, url: str, runner: str, post_build: Any) -> Result:
-    doc = {
-        "apiVersion": "lockgate.dev/v1alpha1",
-        "kind": "Sync",
-        "metadata": {"name": name},
-        "spec": {
-            "url": url,
-            "interval": "1m",
-            "namespace": runner,
-            "verify": {"insecureSkip": True},
-            "postBuild": post_build,
-        },
-    }
-    path = tmp_path / "syncs.yaml"
-    path.write_text(yaml.safe_dump(doc))
+    path = sync_file(tmp_path / "syncs.yaml", name, url, runner, postBuild=post_build)
     (options,) = config.load(path).syncs
     return pipeline.reconcile(options, kube=Kube.from_kubeconfig(cluster.kubeconfig))
 

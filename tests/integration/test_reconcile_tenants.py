@@ -14,6 +14,7 @@ from lockgate.errors import ExitCode
 from runner.kube.client import Kube
 from runner.pipeline import config
 from runner.pipeline import reconcile as pipeline
+from tests.integration.history_support import sync_file
 from tests.integration.reconcile_support import configmap, dump, get, push_tree
 from tests.world.kube import Cluster
 from tests.world.registry import Registry
@@ -63,23 +64,6 @@ def tenant(cluster: Cluster, runner_ns: str, app_ns: str, name: str) -> None:
         binding(runner_ns),
     ]
     cluster.kubectl("apply", "-f", "-", input=dump(*docs))
-
-
-def sync_file(path: Path, name: str, url: str, runner_ns: str, **spec: object) -> Path:
-    doc = {
-        "apiVersion": "lockgate.dev/v1alpha1",
-        "kind": "Sync",
-        "metadata": {"name": name},
-        "spec": {
-            "url": url,
-            "interval": "5m",
-            "namespace": runner_ns,
-            "verify": {"insecureSkip": True},
-            **spec,
-        },
-    }
-    path.write_text(dump(doc))
-    return path
 
 
 def test_a_tenant_creates_what_its_role_allows_and_is_refused_the_rest(
