@@ -8,6 +8,7 @@ skipped; the same object twice is refused. Errors name the file and the line.
 from __future__ import annotations
 
 import functools
+import os
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -68,19 +69,27 @@ class K8sObject:
         return f"{self.file}:{self.line}"
 
 
+def _raise_os_error(exc: OSError) -> NoReturn:
+    raise exc
+
+
 def yaml_files(root: Path) -> list[Path]:
     """The YAML files of ``root`` (itself if a file), sorted, skipping hidden directories."""
     if root.is_file():
         return [root]
     if not root.is_dir():
         raise RenderError(f"{root}: no such file or directory")
-    found = [
-        p
-        for p in root.rglob("*")
-        if p.suffix in YAML_SUFFIXES
-        and p.is_file()
-        and not any(part.startswith(".") for part in p.relative_to(root).parts)
-    ]
+    found: list[Path] = []
+    # os.walk with onerror: an unreadable directory is an error, not silently nothing
+    # (rglob skips it, so a diff would show everything as deleted)
+    for dirpath, dirnames, filenames in os.walk(root, onerror=_raise_os_error):
+        dirnames[:] = [d for d in dirnames if not d.startswith(".")]
+        here = Path(dirpath)
+        found.extend(
+            here / name
+            for name in filenames
+            if Path(name).suffix in YAML_SUFFIXES and not name.startswith(".") and (here / name).is_file()
+        )
     return sorted(found)
 
 

@@ -15,7 +15,7 @@ from action.artifacts import inspect as inspect_mod
 from action.artifacts import push as push_mod
 from action.artifacts import signer as signer_mod
 from action.artifacts import source
-from lockgate import registry
+from lockgate import paths, registry
 from lockgate.artifact import extract, manifest, metadata
 from lockgate.artifact import pull as pull_mod
 
@@ -71,6 +71,8 @@ _client = cliopts.client_for
 @_build_options
 def build(path: str, out: Path | None, **flags: Any) -> None:
     """Pack PATH (a directory, a file or - for stdin) into a reproducible tar+gzip layer."""
+    if out is not None:
+        paths.require_writable_file(out, "--out")
     options = _build(**flags)
     with tempfile.TemporaryDirectory(prefix="lockgate-build-") as tmp:
         dest = out or Path(tmp) / "artifact.tgz"
@@ -174,6 +176,7 @@ def pull(
 ) -> None:
     """Pull an artifact by digest and extract it safely into a new directory."""
     ref = registry.parse(reference, default_tag="latest")
+    paths.require_new_directory(out, "--out")
     limits = extract.Limits(max_total_bytes=max_size, max_files=max_files, max_ratio=max_ratio)
     result = pull_mod.pull(_client(ref, creds, insecure), ref, out, media_type=media_type, limits=limits)
     if output == "json":

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from action import cliopts
 from action.signing import password
-from lockgate import registry
+from lockgate import paths, registry
 from lockgate.errors import UsageError
 from lockgate.signing import keys
 from lockgate.signing import sign as signing
@@ -33,6 +33,7 @@ def keygen(prefix: str, *, force: bool = False) -> tuple[Path, Path]:
     for path in (private, public):
         if path.exists() and not force:
             raise UsageError(f"{path} already exists; pass --force to overwrite it")
+        paths.require_writable_file(path, "--output-key-prefix")
     pair = keys.generate_key_pair(password.key_password(confirm=True))
     # created 0600 from the start: the key is never readable by others, not even for a moment
     fd = os.open(private, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
