@@ -13,8 +13,11 @@ import json
 from pathlib import Path
 
 import click
+from click.core import ParameterSource
 
+from lockgate import registry
 from lockgate.errors import Abandoned, LockgateError, UsageError
+from lockgate.redact import scrub
 from lockgate.signing.options import VerifyOptions
 from runner.pipeline import config, report
 from runner.pipeline import reconcile as pipeline
@@ -46,7 +49,13 @@ from runner.serve import leases
 )
 @click.option("--allow-mass-prune", is_flag=True, help="Allow pruning every object or more than the share.")
 @click.option("--max-prune-share", type=float, default=0.5, show_default=True, help="Largest share prunable.")
-@click.option("--concurrency", type=int, default=8, show_default=True, help="Concurrent API requests.")
+@click.option(
+    "--concurrency",
+    type=click.IntRange(min=1),
+    default=8,
+    show_default=True,
+    help="Concurrent API requests.",
+)
 @click.option(
     "--kubeconfig", type=click.Path(path_type=Path), help="Kubeconfig (default $KUBECONFIG, in-cluster)."
 )
@@ -79,9 +88,8 @@ def reconcile(
     output: str,
 ) -> None:
     """Pull a verified artifact and converge the cluster (one pass)."""
+    _check_flag_combinations(click.get_current_context(), url, semver)
     if config_path is not None:
-        if url or name:
-            raise UsageError("--config cannot be combined with a URL or --name")
         syncs = config.load(config_path, dry_run=dry_run).syncs
     else:
         if not url or not name:
@@ -128,6 +136,45 @@ def reconcile(
     failed: LockgateError | None = next((r.error for r in results if r.error is not None), None)
     if failed is not None:
         raise failed
+
+
+#: flags that work with ``--config`` too; every other flag describes the one sync of a URL
+_CONFIG_FLAGS = frozenset({"config_path", "dry_run", "kubeconfig", "output"})
+
+
+def _flag(param: str) -> str:
+    return "--" + param.removesuffix("_path").replace("_", "-")
+
+
+def _check_flag_combinations(ctx: click.Context, url: str | None, semver: str | None) -> None:
+    """Refuse flags that would be ignored or contradict each other (never drop them silently)."""
+    given = {
+        name
+        for name in ctx.params
+        if ctx.get_parameter_source(name) not in (ParameterSource.DEFAULT, ParameterSource.DEFAULT_MAP, None)
+    }
+    if "config_path" in given:
+        ignored = sorted(_flag(p) for p in given - _CONFIG_FLAGS - {"url"})
+        if url:
+            raise UsageError("--config cannot be combined with a URL: each Sync of the file names its own")
+        if ignored:
+            raise UsageError(
+                f"{', '.join(ignored)}: not used with --config, where each Sync's spec holds its "
+                "settings; set them in the file or drop --config"
+            )
+        return
+    if "timeout" in given and "wait" not in given:
+        raise UsageError("--timeout bounds the health wait; add --wait (or drop --timeout)")
+    ref = registry.parse(url) if url else None
+    if ref is not None and not semver and ref.tag is None and ref.digest is None:
+        raise UsageError(
+            f"{scrub(url or '')} names no tag: add :TAG or @sha256:DIGEST, or pick with --semver RANGE"
+        )
+    if ref is not None and semver and ref.tag is not None:
+        raise UsageError(
+            f"{scrub(url or '')} has a tag and --semver picks one: give either the tag or --semver "
+            "(with a URL without a tag)"
+        )
 
 
 @click.command("serve")

@@ -18,6 +18,7 @@ from action.artifacts import source
 from lockgate import paths, registry
 from lockgate.artifact import extract, manifest, metadata
 from lockgate.artifact import pull as pull_mod
+from lockgate.errors import UsageError
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -235,6 +236,11 @@ def list_(
 ) -> None:
     """List the artifact tags of a repository."""
     ref = registry.parse(reference)
+    if ref.tag is not None or ref.digest is not None:
+        raise UsageError(
+            f"list takes a repository, not {'a tag' if ref.digest is None else 'a digest'}: "
+            f"lockgate list oci://{ref.name}"
+        )
     tags = inspect_mod.list_tags(_client(ref, creds, insecure), ref, show_all=show_all, page_size=page_size)
     if output == "json":
         _emit({"repository": ref.name, "tags": tags})

@@ -110,8 +110,10 @@ def push(
 ) -> PushResult:
     """Build ``path`` and push it to ``target`` (which must name a tag)."""
     options = options or PushOptions()
-    if target.tag is None or target.digest is not None:
+    if target.digest is not None:
         raise UsageError(f"{target}: push needs a tag (oci://REGISTRY/REPO:TAG), not a digest")
+    if target.tag is None:
+        raise UsageError(f"{target}: the tag is missing; push to oci://{target.name}:TAG (e.g. :latest)")
     for tag in options.extra_tags:
         target.with_tag(tag)
     repo = target.repository

@@ -16,9 +16,10 @@ import hashlib
 from dataclasses import dataclass
 from pathlib import Path
 
-from lockgate import located, model
-from lockgate.errors import UsageError
+from lockgate import located, model, registry
+from lockgate.errors import LockgateError, UsageError
 from lockgate.model import parse_duration
+from lockgate.redact import scrub
 from lockgate.signing.options import Spelling, VerifyOptions, build_policy
 from runner.pipeline import source, substitute
 from runner.pipeline.documents import (
@@ -174,6 +175,14 @@ def _cycle(graph: dict[str, list[str]]) -> list[str] | None:
     return None
 
 
+def _has_tag_or_digest(url: str) -> bool:
+    try:
+        ref = registry.parse(url)
+    except LockgateError:
+        return False  # the URL's own error is reported where it is parsed
+    return ref.tag is not None or ref.digest is not None
+
+
 def _across(
     syncs: list[_Sync], runners: list[located.Document], messages: list[str], *, complete: bool
 ) -> None:
@@ -188,6 +197,12 @@ def _across(
                 f"{sync.where(('metadata', 'name'))}: metadata.name: {name!r} starts with "
                 f"{RESERVED_PREFIX!r}, which is reserved (the Lease lockgate-{name} would be a "
                 "replica's membership Lease); choose another name"
+            )
+        spec = sync.value.spec
+        if spec.semver is not None and _has_tag_or_digest(spec.url):
+            messages.append(
+                f"{sync.where(('spec', 'semver'))}: spec.semver: spec.url {scrub(spec.url)} already "
+                "names a tag or digest; drop it from the URL to let semver pick, or drop spec.semver"
             )
         if name in first:
             earlier = first[name].document
