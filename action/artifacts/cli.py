@@ -216,6 +216,15 @@ def inspect(reference: str, media_type: str | None, output: str, creds: str | No
         return
     value = info.to_json()
     click.echo(f"digest: {value['digest']}")
+    click.echo(f"mediaType: {value['mediaType']}")
+    if isinstance(info, inspect_mod.IndexInspection):
+        for entry in value["manifests"]:
+            platform = entry.get("platform") or {}
+            where = "/".join(str(platform[k]) for k in ("os", "architecture", "variant") if k in platform)
+            click.echo(f"manifest {entry.get('mediaType', '-')} {entry.get('digest', '-')} {where}".rstrip())
+        click.echo(value["note"])
+        return
+    click.echo(f"config {value['config']['mediaType']} {value['config']['digest']}")
     for key, val in sorted(value["annotations"].items()):
         click.echo(f"annotation {key}: {val}")
     for layer in value["layers"]:
@@ -223,6 +232,8 @@ def inspect(reference: str, media_type: str | None, output: str, creds: str | No
     for f in info.files:
         if not f.is_dir:
             click.echo(f"  {f.mode:04o} {f.size:>10} {f.name}")
+    if info.note:
+        click.echo(info.note)
 
 
 @click.command("list")

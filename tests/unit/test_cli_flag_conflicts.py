@@ -81,3 +81,16 @@ def test_a_sync_document_with_a_tagged_url_and_semver_is_refused(
     err = capsys.readouterr().err
     assert code == 2, err
     assert f"{sync}:7: Sync/a: spec.semver" in err and "already names a tag" in err, err
+
+
+@pytest.mark.parametrize("command", ["reconcile", "serve"])
+def test_a_yaml_error_in_config_is_usage(
+    command: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Exit classes as the README documents them: a broken --config file is usage (2)."""
+    bad = tmp_path / "sync.yaml"
+    bad.write_text("kind: Sync\nmetadata: {name: a\n")
+    code = main([command, "--config", str(bad)])
+    err = capsys.readouterr().err
+    assert code == 2, err
+    assert f"{bad}:3:1: invalid YAML" in err, err
