@@ -205,4 +205,5 @@ def push_targets(
     if len(args) != 2:
         raise UsageError("usage: lockgate push PATH oci://REGISTRY/REPO:TAG")
     ref = registry.parse(args[1])
-    return [push(args[0], ref, client_for(ref), options)]
+    # the same revision rule as --each: a directory's revision is its last commit
+    return [push(args[0], ref, client_for(ref), options, per_path=True)]
