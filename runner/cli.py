@@ -50,6 +50,11 @@ from runner.serve import leases
 @click.option(
     "--kubeconfig", type=click.Path(path_type=Path), help="Kubeconfig (default $KUBECONFIG, in-cluster)."
 )
+@click.option(
+    "--decryption-secret",
+    help="Decrypt SOPS-encrypted objects with the age keys in this Secret's *.agekey entries "
+    "(runner namespace), as Flux's --decryption-secret.",
+)
 @click.option("--config", "config_path", type=click.Path(path_type=Path), help="A file of Sync documents.")
 @click.option("--output", "-o", type=click.Choice(["table", "json"]), default="table", show_default=True)
 def reconcile(
@@ -75,13 +80,14 @@ def reconcile(
     max_prune_share: float,
     concurrency: int,
     kubeconfig: Path | None,
+    decryption_secret: str | None,
     config_path: Path | None,
     output: str,
 ) -> None:
     """Pull a verified artifact and converge the cluster (one pass)."""
     if config_path is not None:
-        if url or name:
-            raise UsageError("--config cannot be combined with a URL or --name")
+        if url or name or decryption_secret:
+            raise UsageError("--config cannot be combined with a URL, --name or --decryption-secret")
         syncs = config.load(config_path, dry_run=dry_run).syncs
     else:
         if not url or not name:
@@ -111,6 +117,7 @@ def reconcile(
             allow_mass_prune=allow_mass_prune,
             max_prune_share=max_prune_share,
             concurrency=concurrency,
+            decryption_secret=decryption_secret,
         )
         syncs = [sync]
     if config_path is not None and not dry_run:
