@@ -113,12 +113,14 @@ def test_documents_and_secret_entries_are_decrypted_before_substitution(
     env_data = sops_support.encrypt(work, "app.env", DOTENV, key)
     env_string = sops_support.encrypt(work, "db.env", "DB_PASSWORD=" + PASSWORD + "\n", key)
     yaml_entry = sops_support.encrypt(work, "config.yaml", yaml.safe_dump({"apiKey": TOKEN}), key)
+    ini_entry = sops_support.encrypt(work, "db.ini", f"[db]\nuser = admin\npassword = {PASSWORD}\n", key)
     entries = _secret_doc(
         "entries",
         unique,
         data={
             "app.env": base64.b64encode(env_data.encode()).decode(),
             "config.yaml": base64.b64encode(yaml_entry.encode()).decode(),
+            "settings.json": base64.b64encode(ini_entry.encode()).decode(),  # INI in, JSON out
             "plain": base64.b64encode(b"as-is").decode(),
         },
         stringData={"db.env": env_string},
@@ -164,6 +166,7 @@ def test_documents_and_secret_entries_are_decrypted_before_substitution(
     assert decoded["app.env"] == DOTENV
     assert decoded["db.env"] == f"DB_PASSWORD={PASSWORD}\n"
     assert yaml.safe_load(decoded["config.yaml"]) == {"apiKey": TOKEN}
+    assert json.loads(decoded["settings.json"]) == {"db": {"user": "admin", "password": PASSWORD}}
     assert decoded["plain"] == "as-is"
     assert _decoded(get(cluster, "secret", "kept", unique))["app.env"] == env_data  # opted out
     _no_plaintext(cluster, runner, PASSWORD, TOKEN)
