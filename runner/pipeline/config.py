@@ -290,7 +290,11 @@ def _options(sync: _Sync, runner: RunnerSettings, *, dry_run: bool) -> SyncOptio
         ),
         decryption=None
         if spec.decryption is None
-        else decrypt.Decryption(secret_ref=spec.decryption.secret_ref, provider=spec.decryption.provider),
+        else decrypt.Decryption(
+            secret_ref=spec.decryption.secret_ref,
+            provider=spec.decryption.provider,
+            check_mac=spec.decryption.check_mac,
+        ),
     )
 
 

@@ -30,6 +30,8 @@ class Decryption:
 
     secret_ref: str | None = None
     provider: str = PROVIDER
+    #: check whole objects' MACs (Flux never does: kustomize reorders what it builds)
+    check_mac: bool = True
 
 
 def load_identities(decryption: Decryption, kube: Kube, namespace: str) -> keys.Identities:
@@ -55,6 +57,6 @@ def apply(
             objects.refuse_encrypted(found)
             return found
         identities = load_identities(decryption, kube, namespace)
-        return [objects.decrypt(obj, identities) for obj in found]
+        return [objects.decrypt(obj, identities, check_mac=decryption.check_mac) for obj in found]
     except objects.DecryptionFailed as exc:
         raise VerificationError(f"decryption failed: {exc.message}") from None

@@ -129,6 +129,14 @@ class Decryption:
         "(age-keygen output), as Flux. Read at each pass, held in memory only.",
         reference=True,
     )
+    check_mac: bool = attr(
+        "checkMAC",
+        "Check each encrypted object's SOPS MAC (whole-document integrity). Turn off for objects a "
+        "kustomization rebuilds (kustomize sorts keys and adds fields, so Flux never checks it); "
+        "every encrypted value stays authenticated by AES-GCM with its path. Secret entries are "
+        "always checked.",
+        default=True,
+    )
 
 
 @dataclass(frozen=True)

@@ -27,6 +27,7 @@ from runner.pipeline.result import Result
 from tests.integration import sops_support
 from tests.integration.history_support import sync_file
 from tests.integration.reconcile_support import cli, configmap, dump, get, namespace, push_tree
+from tests.world import binaries
 from tests.world.kube import Cluster
 from tests.world.registry import Registry
 
@@ -173,12 +174,17 @@ def test_documents_and_secret_entries_are_decrypted_before_substitution(
 
 
 def _encrypted_artifact(
-    registry: Registry, unique: str, tmp_path: Path, key: sops_support.AgeKey, tamper: str = ""
+    registry: Registry,
+    unique: str,
+    tmp_path: Path,
+    key: sops_support.AgeKey,
+    tamper: str = "",
+    password: str = PASSWORD,
 ) -> str:
     text = sops_support.encrypt(
         tmp_path / "sops",
         "creds.yaml",
-        dump(_secret_doc("creds", unique, stringData={"password": PASSWORD}, type="Opaque")),
+        dump(_secret_doc("creds", unique, stringData={"password": password}, type="Opaque")),
         key,
         "--encrypted-regex",
         "^(data|stringData)$",
@@ -198,7 +204,8 @@ def _encrypted_artifact(
         doc["type"] = "kubernetes.io/basic-auth"
     files = {"ns.yaml": dump(namespace(unique)), "x/creds.yaml": yaml.safe_dump(doc, sort_keys=False)}
     files["other.yaml"] = dump(configmap("other", unique, {"a": "1"}))
-    return push_tree(registry, unique, files, tag=tamper or "latest")
+    tag = tamper or ("latest" if password == PASSWORD else "rotated")
+    return push_tree(registry, unique, files, tag=tag)
 
 
 DECRYPTION = {"provider": "sops", "secretRef": {"name": "sops-age"}}
@@ -273,6 +280,38 @@ def test_an_encrypted_object_without_decryption_is_refused_not_applied(
     _nothing_applied(cluster, unique)
 
 
+def test_an_object_kustomize_rebuilt_is_decrypted_with_check_mac_off(
+    cluster: Cluster, registry: Registry, unique: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """kustomize sorts keys: the MAC's order is gone (Flux never checks it); values still authenticate."""
+    monkeypatch.setenv("LOCKGATE_KUSTOMIZE", str(binaries.binary("kustomize")))
+    runner = f"{unique}-r"
+    key = sops_support.age_key()
+    _key_secret(cluster, runner, "sops-age", {"identity.agekey": key.identity})
+    unsorted = {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "type": "Opaque",  # before stringData: kustomize moves it after
+        "metadata": {"name": "creds", "namespace": unique},
+        "stringData": {"password": PASSWORD},
+    }
+    text = sops_support.encrypt(
+        tmp_path / "sops", "creds.yaml", dump(unsorted), key, "--encrypted-regex", "^(data|stringData)$"
+    )
+    files = {
+        "kustomization.yaml": "resources:\n- ns.yaml\n- creds.yaml\n",
+        "ns.yaml": dump(namespace(unique)),
+        "creds.yaml": text,
+    }
+    url = push_tree(registry, unique, files)
+    message = _failed(_pass(cluster, tmp_path, unique, url, runner, decryption=DECRYPTION))
+    assert "MAC mismatch" in message and "checkMAC: false" in message
+    _nothing_applied(cluster, unique)
+    result = _pass(cluster, tmp_path, unique, url, runner, decryption={**DECRYPTION, "checkMAC": False})
+    assert result.error is None, result.error.message
+    assert _decoded(get(cluster, "secret", "creds", unique)) == {"password": PASSWORD}
+
+
 def test_the_cli_decrypts_with_decryption_secret_and_prints_no_plaintext(
     cluster: Cluster, registry: Registry, unique: str, tmp_path: Path
 ) -> None:
@@ -286,3 +325,10 @@ def test_the_cli_decrypts_with_decryption_secret_and_prints_no_plaintext(
     assert PASSWORD not in run.out + run.err
     assert _decoded(get(cluster, "secret", "creds", unique)) == {"password": PASSWORD}
     _no_plaintext(cluster, runner, PASSWORD)
+    # a changed password: the dry run's field diff shows Flux's masks, neither value
+    changed = _encrypted_artifact(registry, unique, tmp_path, key, password="rotated-pass-9931")
+    dry = cli(cluster, changed, *flags, "--dry-run", "-o", "json")
+    assert dry.code == 0, dry.err
+    assert "***" in dry.out
+    for text in (PASSWORD, "rotated-pass-9931"):
+        assert text not in dry.out + dry.err

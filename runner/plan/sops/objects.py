@@ -57,11 +57,11 @@ def _is_secret(obj: K8sObject) -> bool:
     return obj.body.get("kind") == "Secret" and obj.body.get("apiVersion") == "v1"
 
 
-def _whole(obj: K8sObject, identities: keys.Identities) -> dict[str, Any]:
+def _whole(obj: K8sObject, identities: keys.Identities, check_mac: bool) -> dict[str, Any]:
     body = dict(obj.body)
     block = body.pop(tree.METADATA_KEY)
     meta = tree.metadata(block)
-    (plain,) = tree.decrypt([body], meta, identities)
+    (plain,) = tree.decrypt([body], meta, identities, check_mac=check_mac)
     return dict(plain)
 
 
@@ -105,13 +105,17 @@ def _secret(obj: K8sObject, identities: keys.Identities) -> dict[str, Any] | Non
     return body if changed else None
 
 
-def decrypt(obj: K8sObject, identities: keys.Identities) -> K8sObject:
-    """``obj`` with what Flux would decrypt decrypted; raises ``DecryptionFailed``."""
+def decrypt(obj: K8sObject, identities: keys.Identities, *, check_mac: bool = True) -> K8sObject:
+    """``obj`` with what Flux would decrypt decrypted; raises ``DecryptionFailed``.
+
+    ``check_mac`` applies to whole objects (which kustomize may have rebuilt); a Secret
+    entry is a document as sops wrote it, so its MAC is always checked.
+    """
     if disabled(obj):
         return obj
     if is_document(obj):
         try:
-            body = _whole(obj, identities)
+            body = _whole(obj, identities, check_mac)
         except tree.SopsError as exc:
             raise DecryptionFailed(f"{_where(obj)}: {exc.message}") from None
         return K8sObject(body=body, file=obj.file, line=obj.line)

@@ -176,14 +176,23 @@ class _Walk:
         return plain
 
 
-def decrypt(branches: list[Any], meta: Metadata, identities: keys.Identities) -> list[Any]:
-    """The plaintext of every branch (document) after the MAC matched; raises ``SopsError``."""
+def decrypt(
+    branches: list[Any], meta: Metadata, identities: keys.Identities, *, check_mac: bool = True
+) -> list[Any]:
+    """The plaintext of every branch (document) after the MAC matched; raises ``SopsError``.
+
+    ``check_mac=False`` is Flux's behaviour, for objects that kustomize rebuilt (it sorts
+    keys, so the order the MAC covers is gone); every encrypted value is still authenticated
+    by AES-GCM with its path.
+    """
     try:
         data_key = keys.data_key(meta.age, identities)
     except keys.KeyError_ as exc:
         raise SopsError(str(exc)) from None
     walk = _Walk(meta, data_key)
     plain = [walk.value(branch, []) for branch in branches]
+    if not check_mac:
+        return plain
     computed = walk.hash.hexdigest().upper()
     try:
         stored = cipher.decrypt(meta.mac, data_key, meta.last_modified)
@@ -191,7 +200,8 @@ def decrypt(branches: list[Any], meta: Metadata, identities: keys.Identities) ->
         raise SopsError("its MAC does not authenticate: sops.mac or sops.lastmodified was changed") from None
     if not isinstance(stored, str) or not hmac.compare_digest(stored.encode(), computed.encode()):
         raise SopsError(
-            "MAC mismatch: the document was changed after sops encrypted it "
-            "(a value, key or order differs from what the MAC covers)"
+            "MAC mismatch: the document was changed after sops encrypted it (a value, key or "
+            "order differs from what the MAC covers; kustomize sorts keys: an object it built "
+            "needs spec.decryption.checkMAC: false, as Flux never checks the MAC)"
         )
     return plain
