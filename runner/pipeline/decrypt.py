@@ -44,7 +44,7 @@ def load_identities(decryption: Decryption, kube: Kube, namespace: str) -> keys.
     entries = {name: value for name, value in data.items() if name.endswith(KEY_SUFFIX)}
     try:
         return keys.parse(entries, source=where)
-    except keys.KeyError_ as exc:
+    except keys.AgeError as exc:
         raise VerificationError(str(exc)) from None
 
 

@@ -17,7 +17,7 @@ from pyrage import x25519
 DATA_KEY_SIZE = 32
 
 
-class KeyError_(Exception):
+class AgeError(Exception):
     """No identity fits, or an entry is not an identity file; never carries key material."""
 
 
@@ -40,7 +40,7 @@ def parse(entries: dict[str, bytes], *, source: str) -> Identities:
         try:
             text = entries[name].decode("utf-8")
         except UnicodeDecodeError:
-            raise KeyError_(f"{source}: entry {name!r} is not text (expected an age identity file)") from None
+            raise AgeError(f"{source}: entry {name!r} is not text (expected an age identity file)") from None
         for number, raw in enumerate(text.splitlines(), start=1):
             line = raw.strip()
             if not line or line.startswith("#"):
@@ -48,7 +48,7 @@ def parse(entries: dict[str, bytes], *, source: str) -> Identities:
             try:
                 found.append(x25519.Identity.from_str(line))
             except pyrage.IdentityError:
-                raise KeyError_(
+                raise AgeError(
                     f"{source}: entry {name!r} line {number} is not an age identity "
                     "(expected AGE-SECRET-KEY-1..., as age-keygen writes)"
                 ) from None
@@ -58,20 +58,20 @@ def parse(entries: dict[str, bytes], *, source: str) -> Identities:
 def data_key(stanzas: Sequence[tuple[str, str]], identities: Identities) -> bytes:
     """The data key from the first ``(recipient, enc)`` stanza one of the identities opens."""
     if not stanzas:
-        raise KeyError_("is not encrypted for any age recipient (lockgate decrypts age only)")
+        raise AgeError("is not encrypted for any age recipient (lockgate decrypts age only)")
     if not identities.keys:
-        raise KeyError_(f"{identities.source} holds no age identity (no *.agekey entry with a key)")
+        raise AgeError(f"{identities.source} holds no age identity (no *.agekey entry with a key)")
     for _recipient, enc in stanzas:
         try:
             key = bytes(pyrage.decrypt(enc.encode("utf-8"), list(identities.keys)))
         except pyrage.DecryptError:
             continue
         if len(key) != DATA_KEY_SIZE:
-            raise KeyError_(f"has a data key of {len(key)} bytes, expected {DATA_KEY_SIZE}")
+            raise AgeError(f"has a data key of {len(key)} bytes, expected {DATA_KEY_SIZE}")
         return key
     wanted = ", ".join(sorted({recipient for recipient, _ in stanzas}))
     have = ", ".join(identities.recipients)
-    raise KeyError_(
+    raise AgeError(
         f"cannot be decrypted with the age identities of {identities.source}: the file is "
         f"encrypted for {wanted}; the Secret holds identities for {have}"
     )

@@ -187,7 +187,7 @@ def decrypt(
     """
     try:
         data_key = keys.data_key(meta.age, identities)
-    except keys.KeyError_ as exc:
+    except keys.AgeError as exc:
         raise SopsError(str(exc)) from None
     walk = _Walk(meta, data_key)
     plain = [walk.value(branch, []) for branch in branches]
