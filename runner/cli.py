@@ -59,6 +59,11 @@ from runner.serve import leases
 @click.option(
     "--kubeconfig", type=click.Path(path_type=Path), help="Kubeconfig (default $KUBECONFIG, in-cluster)."
 )
+@click.option(
+    "--decryption-secret",
+    help="Decrypt SOPS-encrypted objects with the age keys in this Secret's *.agekey entries "
+    "(runner namespace), as Flux's --decryption-secret.",
+)
 @click.option("--config", "config_path", type=click.Path(path_type=Path), help="A file of Sync documents.")
 @click.option("--output", "-o", type=click.Choice(["table", "json"]), default="table", show_default=True)
 def reconcile(
@@ -84,6 +89,7 @@ def reconcile(
     max_prune_share: float,
     concurrency: int,
     kubeconfig: Path | None,
+    decryption_secret: str | None,
     config_path: Path | None,
     output: str,
 ) -> None:
@@ -119,6 +125,7 @@ def reconcile(
             allow_mass_prune=allow_mass_prune,
             max_prune_share=max_prune_share,
             concurrency=concurrency,
+            decryption_secret=decryption_secret,
         )
         syncs = [sync]
     if config_path is not None and not dry_run:

@@ -21,7 +21,7 @@ from lockgate.errors import LockgateError, UsageError
 from lockgate.model import parse_duration
 from lockgate.redact import scrub
 from lockgate.signing.options import Spelling, VerifyOptions, build_policy
-from runner.pipeline import source, substitute
+from runner.pipeline import decrypt, source, substitute
 from runner.pipeline.documents import (
     API_VERSION,
     KINDS,
@@ -75,6 +75,7 @@ def sync_options(
     allow_mass_prune: bool = False,
     max_prune_share: float = prune_plan.DEFAULT_MAX_SHARE,
     concurrency: int = 8,
+    decryption_secret: str | None = None,
 ) -> SyncOptions:
     if not 0 < max_prune_share <= 1:
         raise UsageError(f"--max-prune-share {max_prune_share}: expected a share in (0, 1]")
@@ -97,6 +98,7 @@ def sync_options(
         dry_run=dry_run,
         prune_options=prune_plan.PruneOptions(max_share=max_prune_share, allow_mass_prune=allow_mass_prune),
         concurrency=concurrency,
+        decryption=None if decryption_secret is None else decrypt.Decryption(secret_ref=decryption_secret),
     )
 
 
@@ -300,6 +302,13 @@ def _options(sync: _Sync, runner: RunnerSettings, *, dry_run: bool) -> SyncOptio
                 for s in spec.post_build.substitute_from
             ),
             always=spec.post_build.substitute_strategy == "Always",
+        ),
+        decryption=None
+        if spec.decryption is None
+        else decrypt.Decryption(
+            secret_ref=spec.decryption.secret_ref,
+            provider=spec.decryption.provider,
+            check_mac=spec.decryption.check_mac,
         ),
     )
 

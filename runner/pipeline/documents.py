@@ -119,6 +119,27 @@ class PostBuild:
 
 
 @dataclass(frozen=True)
+class Decryption:
+    """SOPS decryption of the objects before they are applied (as Flux's Kustomization decryption)."""
+
+    provider: Literal["sops"] = attr("provider", "sops (the only provider).", required=True)
+    secret_ref: str | None = attr(
+        "secretRef",
+        "A Secret of the runner namespace whose every *.agekey entry holds age identities "
+        "(age-keygen output), as Flux. Read at each pass, held in memory only.",
+        reference=True,
+    )
+    check_mac: bool = attr(
+        "checkMAC",
+        "Check each encrypted object's SOPS MAC (whole-document integrity). Turn off for objects a "
+        "kustomization rebuilds (kustomize sorts keys and adds fields, so Flux never checks it); "
+        "every encrypted value stays authenticated by AES-GCM with its path. Secret entries are "
+        "always checked.",
+        default=True,
+    )
+
+
+@dataclass(frozen=True)
 class SyncSpec:
     """What to keep converged: an OCI artifact, how to verify it, how to apply it, and when."""
 
@@ -199,6 +220,12 @@ class SyncSpec:
         "an object labelled or annotated kustomize.toolkit.fluxcd.io/substitute: disabled (or "
         "lockgate.dev/substitute: disabled) is left as it is.",
         factory=PostBuild,
+    )
+    decryption: Decryption | None = attr(
+        "decryption",
+        "Decrypt SOPS-encrypted objects (a top-level sops block) and Secret entries holding SOPS "
+        "documents with age, before substitution; an object annotated "
+        "kustomize.toolkit.fluxcd.io/decrypt: Disabled is left as it is.",
     )
 
 

@@ -27,7 +27,7 @@ from lockgate.manifests import K8sObject, ObjectKey
 from runner.inventory import events, store
 from runner.kube.client import Kube
 from runner.kube.discovery import Resource
-from runner.pipeline import secretrefs, source, substitute
+from runner.pipeline import decrypt, secretrefs, source, substitute
 from runner.pipeline.result import Result
 from runner.plan import history, kinds, placement, prune_plan
 from runner.plan.desired import Desired, prepare
@@ -87,6 +87,8 @@ class SyncOptions:
     service_account_name: str | None = None
     #: ``spec.postBuild``: variables substituted in every object after loading, before placement
     post_build: substitute.PostBuild | None = None
+    #: ``spec.decryption``: SOPS documents decrypted after loading, before substitution
+    decryption: decrypt.Decryption | None = None
 
     def impersonated_user(self, namespace: str) -> str | None:
         if not self.service_account_name:
@@ -373,7 +375,8 @@ def reconcile(
                 f"{fetched.url}{'/' + options.source.path if options.source.path else ''} holds no objects"
             )
         client = client or Kube.from_kubeconfig(kubeconfig, pool=options.concurrency + 4)
-        objects = fetched.objects
+        # decrypted per object before substitution (as Flux), through the runner's own client
+        objects = decrypt.apply(fetched.objects, options.decryption, client, result.namespace)
         if options.post_build is not None and options.post_build.wanted:
             # the runner's own client, as for secretRefs: the sources live in the runner namespace
             variables = substitute.load_variables(options.post_build, client, result.namespace)

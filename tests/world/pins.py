@@ -232,6 +232,14 @@ COMPONENTS: dict[str, GoComponent] = {
             staging_version="v1.9.5",
             bench_only=True,
         ),
+        # the SOPS CLI that encrypts the decryption tests' fixtures (lockgate decrypts them
+        # itself, tests/integration/test_reconcile_decrypt.py); age comes from Debian
+        GoComponent(
+            name="sops",
+            module="github.com/getsops/sops/v3",
+            version="v3.13.3",
+            programs={"sops": "github.com/getsops/sops/v3/cmd/sops"},
+        ),
     )
 }
 
