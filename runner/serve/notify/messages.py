@@ -72,7 +72,9 @@ def outcome(result: Result) -> tuple[State, str]:
         healthy = f", {len(result.health)} objects healthy" if result.health else ""
         return "success", clip(f"applied {result.changeset.summary()}{healthy}", MAX_DESCRIPTION)
     prefix = "health check failed: " if isinstance(result.error, HealthError) else ""
-    return "failure", clip(prefix + result.error.message.splitlines()[0], MAX_DESCRIPTION)
+    # the reason's lines in one (a health failure names the objects on the lines after the first)
+    reason = " ".join(line.strip() for line in result.error.message.splitlines() if line.strip())
+    return "failure", clip(prefix + reason, MAX_DESCRIPTION)
 
 
 def pending(result: Result) -> tuple[State, str]:
