@@ -47,7 +47,9 @@ def recorder() -> Iterator[Recorder]:
     rec.stop()
 
 
-def push_built_from(reg: Registry, repo: str, files: dict[str, str], *, tag: str = "v1") -> str:
+def push_built_from(
+    reg: Registry, repo: str, files: dict[str, str], *, tag: str = "v1", sha: str = SHA
+) -> str:
     """Push ``files`` as CI does: with the source repository and commit as annotations."""
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp) / "src"
@@ -60,7 +62,7 @@ def push_built_from(reg: Registry, repo: str, files: dict[str, str], *, tag: str
             layer.size,
             {
                 "org.opencontainers.image.source": "https://github.com/acme/app",
-                "org.opencontainers.image.revision": f"main@sha1:{SHA}",
+                "org.opencontainers.image.revision": f"main@sha1:{sha}",
             },
         )
         ref = oci.parse(reg.oci(repo, f":{tag}"))
@@ -102,8 +104,8 @@ def github(api: str, **extra: Any) -> dict[str, Any]:
     return {"type": "github", "apiURL": api, "secretRef": {"name": "github-token"}, **extra}
 
 
-def statuses(rec: Recorder, prefix: str = "") -> list[Recorded]:
-    return rec.requests(f"{prefix}/repos/acme/app/statuses/{SHA}")
+def statuses(rec: Recorder, prefix: str = "", sha: str = SHA) -> list[Recorded]:
+    return rec.requests(f"{prefix}/repos/acme/app/statuses/{sha}")
 
 
 def test_a_healthy_pass_posts_pending_then_success_and_an_unchanged_pass_posts_nothing(
@@ -351,3 +353,37 @@ def test_a_github_provider_without_a_secret_is_refused_naming_the_field(
     assert run.code == int(ExitCode.USAGE), run.err
     assert "Sync/web: spec.notify[0]: a github provider needs secretRef" in run.err
     assert "Traceback" not in run.err
+
+
+def test_serve_after_a_restart_posts_nothing_github_shows_and_a_new_commit_gets_its_own(
+    cluster: Cluster, registry: Registry, recorder: Recorder, unique: str, tmp_path: Path
+) -> None:
+    """The last status sent is kept in memory; after a restart the inventory stands in for it."""
+    runner_ns = f"{unique}-r"
+    secret(cluster, runner_ns, "github-token", token=TOKEN)
+    files = {"a.yaml": dump(namespace(unique), configmap("app", unique, {"v": "1"}))}
+    url = push_built_from(registry, f"{unique}/app", files)
+    syncs = [sync_doc("web", by_tag(url), runner_ns, interval="1s", notify=[github(recorder.url)])]
+    served = start_serve(cluster, tmp_path, syncs, runner={"clusterName": "east"})
+    try:
+        recorder.wait_for(lambda _: len(statuses(recorder)) == 2, what="pending and success")
+        assert served.stop() == 0, served.tail()
+        again = start_serve(cluster, tmp_path / "again", syncs, runner={"clusterName": "east"}, identity="r1")
+        try:
+            again.wait_event(
+                lambda e: e.get("msg") == "pass finished" and e.get("sync") == "web",
+                what="the first pass after the restart",
+            )
+            assert [r.json()["state"] for r in statuses(recorder)] == ["pending", "success"]
+            new_sha = "f" * 40
+            files = {"a.yaml": dump(namespace(unique), configmap("app", unique, {"v": "2"}))}
+            push_built_from(registry, f"{unique}/app", files, sha=new_sha)
+            recorder.wait_for(
+                lambda _: len(statuses(recorder, sha=new_sha)) == 2, what="the new commit's statuses"
+            )
+            assert [r.json()["state"] for r in statuses(recorder, sha=new_sha)] == ["pending", "success"]
+            assert len(statuses(recorder)) == 2  # the old commit's are left alone
+        finally:
+            again.stop()
+    finally:
+        served.stop()
