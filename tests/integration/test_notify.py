@@ -13,6 +13,7 @@ import hashlib
 import hmac
 import re
 import tempfile
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -23,6 +24,7 @@ import yaml
 from lockgate import registry as oci
 from lockgate.artifact import manifest, pack
 from lockgate.errors import ExitCode
+from runner.serve.notify import delivery
 from tests.integration.reconcile_support import Run, cli, configmap, deployment, dump, namespace
 from tests.integration.serve_support import start_serve, sync_doc
 from tests.world.kube import Cluster
@@ -387,3 +389,32 @@ def test_serve_after_a_restart_posts_nothing_github_shows_and_a_new_commit_gets_
             again.stop()
     finally:
         served.stop()
+
+
+def test_the_queue_is_bounded_and_a_4xx_is_not_retried(recorder: Recorder) -> None:
+    """The delivery worker alone, against the recorder as the provider (GitHub answering 422)."""
+    failed: list[tuple[str, str]] = []
+    sent: list[tuple[str, str]] = []
+    gate = threading.Event()
+
+    def job(name: str, *, wait: bool = False) -> delivery.Job:
+        def prepare() -> delivery.Request:
+            if wait:
+                gate.wait(30)
+            return delivery.Request(f"{recorder.url}/{name}", b"{}")
+
+        return delivery.Job(provider="github", sync=name, what=name, prepare=prepare)
+
+    queue = delivery.Queue(
+        size=2, backoff=0.01, failed=lambda p, s: failed.append((p, s)), sent=lambda p, s: sent.append((p, s))
+    )
+    recorder.status = 422
+    assert queue.submit(job("held", wait=True))  # in flight until the gate opens
+    assert queue.submit(job("queued"))
+    assert not queue.submit(job("dropped"))  # two in the queue: the third is refused and counted
+    assert failed == [("github", "dropped")]
+    gate.set()
+    assert queue.flush(30) == 0
+    assert [r.path for r in recorder.requests()] == ["/held", "/queued"]  # one attempt each: 422
+    assert sorted(failed) == [("github", "dropped"), ("github", "held"), ("github", "queued")]
+    assert sent == []
