@@ -10,6 +10,8 @@ Thin: flags become ``SyncOptions`` (``pipeline.config``), each pass is one
 from __future__ import annotations
 
 import json
+import logging
+from collections.abc import Callable
 from pathlib import Path
 
 import click
@@ -21,7 +23,10 @@ from lockgate.redact import scrub
 from lockgate.signing.options import VerifyOptions
 from runner.pipeline import config, report
 from runner.pipeline import reconcile as pipeline
+from runner.pipeline.result import Result
 from runner.serve import leases
+from runner.serve import log as log_mod
+from runner.serve.notify import notifier as notify
 
 
 @click.command("reconcile")
@@ -96,7 +101,8 @@ def reconcile(
     """Pull a verified artifact and converge the cluster (one pass)."""
     _check_flag_combinations(click.get_current_context(), url, semver)
     if config_path is not None:
-        syncs = config.load(config_path, dry_run=dry_run).syncs
+        loaded = config.load(config_path, dry_run=dry_run)
+        syncs, cluster = loaded.syncs, loaded.runner.cluster_name
     else:
         if not url or not name:
             raise UsageError("reconcile needs an oci:// URL and --name (or --config FILE)")
@@ -127,13 +133,26 @@ def reconcile(
             concurrency=concurrency,
             decryption_secret=decryption_secret,
         )
-        syncs = [sync]
+        syncs, cluster = [sync], ""
+    # notifications (``--config`` syncs with ``notify``) are sent in the background and flushed
+    # with a short deadline at the end; they never fail the pass
+    notifier = notify.one_shot(kubeconfig, cluster=cluster)
+    if any(sync.notify for sync in syncs):  # a notification given up is logged to stderr
+        log_mod.configure("text", level=logging.WARNING)
     if config_path is not None and not dry_run:
         # the CronJob mode: each pass under its sync's Lease, as ``serve`` runs them
         keeper = leases.LeaseKeeper.from_kubeconfig(kubeconfig)
-        results = [leases.reconcile(keeper, sync, kubeconfig=kubeconfig) for sync in syncs]
+
+        def one(sync: pipeline.SyncOptions) -> Result:
+            def run(hook: Callable[[Result], None] | None) -> Result:
+                return leases.reconcile(keeper, sync, kubeconfig=kubeconfig, applying=hook)
+
+            return notifier.around(sync, run)
+
+        results = [one(sync) for sync in syncs]
     else:
         results = [pipeline.reconcile(sync, kubeconfig=kubeconfig) for sync in syncs]
+    notifier.flush()
     if output == "json":
         docs = [r.to_json() for r in results]
         click.echo(json.dumps(docs[0] if config_path is None else docs, indent=2))

@@ -21,10 +21,11 @@ from lockgate.errors import LockgateError, UsageError
 from lockgate.model import parse_duration
 from lockgate.redact import scrub
 from lockgate.signing.options import Spelling, VerifyOptions, build_policy
-from runner.pipeline import decrypt, source, substitute
+from runner.pipeline import decrypt, notifications, source, substitute
 from runner.pipeline.documents import (
     API_VERSION,
     KINDS,
+    Notify,
     RunnerDocument,
     RunnerSettings,
     SyncDocument,
@@ -310,7 +311,45 @@ def _options(sync: _Sync, runner: RunnerSettings, *, dry_run: bool) -> SyncOptio
             provider=spec.decryption.provider,
             check_mac=spec.decryption.check_mac,
         ),
+        notify=_providers(sync, runner),
     )
+
+
+def _providers(sync: _Sync, runner: RunnerSettings) -> tuple[notifications.Provider, ...]:
+    """The sync's own providers, then the Runner's (their Secrets in the Runner's namespace)."""
+    name = sync.value.metadata.name
+    own = [
+        (n, None, f"{sync.where(('spec', 'notify', i))}: spec.notify[{i}]")
+        for i, n in enumerate(sync.value.spec.notify)
+    ]
+    shared = [(n, runner.namespace, f"Runner: spec.notify[{i}]") for i, n in enumerate(runner.notify)]
+    providers = []
+    for notify, secret_namespace, where in [*own, *shared]:
+        _check_notify(notify, where)
+        providers.append(
+            notifications.Provider(
+                type=notify.type,
+                address=notify.address,
+                secret_ref=notify.secret_ref,
+                secret_namespace=secret_namespace,
+                api_url=(notify.api_url or notifications.DEFAULT_GITHUB_API).rstrip("/"),
+                context=notifications.context_for(notify.context, cluster=runner.cluster_name, sync=name),
+                target_url=notify.target_url,
+            )
+        )
+    return tuple(providers)
+
+
+def _check_notify(notify: Notify, where: str) -> None:
+    if notify.type == "github" and notify.secret_ref is None:
+        raise UsageError(
+            f"{where}: a github provider needs secretRef, a Secret whose 'token' entry is the token"
+        )
+    if notify.type != "github" and notify.address is None and notify.secret_ref is None:
+        raise UsageError(
+            f"{where}: a {notify.type} provider needs address, "
+            "or secretRef to a Secret with an 'address' entry"
+        )
 
 
 def load(path: Path, *, dry_run: bool = False) -> Config:

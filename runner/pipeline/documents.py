@@ -140,6 +140,42 @@ class Decryption:
 
 
 @dataclass(frozen=True)
+class Notify:
+    """Where a pass's outcome is reported: a GitHub commit status, a generic webhook or Slack."""
+
+    type: Literal["github", "generic", "slack"] = attr(
+        "type",
+        "github: a commit status on the commit the artifact was built from; generic: Flux's event "
+        "JSON POSTed to address; slack: a Slack incoming-webhook message.",
+        required=True,
+    )
+    address: str | None = attr(
+        "address",
+        "generic, slack: the URL to POST to. A Secret's address entry wins (keep Slack's webhook URL, "
+        "a credential, there).",
+        pattern="^https?://",
+    )
+    secret_ref: str | None = attr(
+        "secretRef",
+        "A Secret of the runner namespace: token (github: the API token, required; generic: the "
+        "HMAC key of the X-Signature header) and address. Read when a notification is sent.",
+        reference=True,
+    )
+    api_url: str | None = attr(
+        "apiURL",
+        "github: the REST API base URL (default https://api.github.com; GitHub Enterprise: "
+        "https://HOST/api/v3).",
+        pattern="^https?://",
+    )
+    context: str | None = attr(
+        "context",
+        "github: the commit status context (default lockgate/{cluster}/{sync}, the Runner's "
+        "clusterName and the sync's name); {cluster} and {sync} are replaced.",
+    )
+    target_url: str | None = attr("targetURL", "github: the status's link (e.g. a dashboard).")
+
+
+@dataclass(frozen=True)
 class SyncSpec:
     """What to keep converged: an OCI artifact, how to verify it, how to apply it, and when."""
 
@@ -227,6 +263,12 @@ class SyncSpec:
         "documents with age, before substitution; an object annotated "
         "kustomize.toolkit.fluxcd.io/decrypt: Disabled is left as it is.",
     )
+    notify: tuple[Notify, ...] = attr(
+        "notify",
+        "Report each pass's outcome to these providers (besides the Runner's); delivery retries in "
+        "the background and never fails or delays a pass.",
+        factory=tuple,
+    )
 
 
 @dataclass(frozen=True)
@@ -298,6 +340,16 @@ class RunnerSettings:
         default=90.0,
         duration=True,
         exclusive_minimum=0,
+    )
+    cluster_name: str = attr(
+        "clusterName",
+        "This cluster's name in commit status contexts (lockgate/CLUSTER/SYNC), so several "
+        "clusters do not overwrite each other's status.",
+        default="default",
+        pattern=r"^[^/\s]+$",
+    )
+    notify: tuple[Notify, ...] = attr(
+        "notify", "Providers every sync reports to (besides its own notify list).", factory=tuple
     )
 
 

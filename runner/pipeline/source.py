@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from lockgate.signing.policy import Policy
 
 REVISION_ANNOTATION = "org.opencontainers.image.revision"
+SOURCE_ANNOTATION = "org.opencontainers.image.source"
 _PURPOSE = "the artifact holds a kustomization, and building it"
 #: ``lockgate reconcile`` flags
 FLAGS = Spelling(
@@ -77,6 +78,8 @@ class Fetched:
     source_revision: str
     verified_by: str
     objects: list[K8sObject]
+    #: the artifact's ``org.opencontainers.image.source`` annotation (the repository it was built from)
+    source_url: str = ""
 
     @property
     def url(self) -> str:
@@ -198,6 +201,7 @@ def fetch(
         source_revision=pulled.resolved.manifest.annotations.get(REVISION_ANNOTATION, ""),
         verified_by=signer,
         objects=objects,
+        source_url=pulled.resolved.manifest.annotations.get(SOURCE_ANNOTATION, ""),
     )
 
 

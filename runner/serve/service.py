@@ -20,6 +20,7 @@ import logging
 import signal
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -38,6 +39,7 @@ from runner.serve import leases
 from runner.serve import log as log_mod
 from runner.serve.http import HttpServers, build_app
 from runner.serve.metrics import Metrics
+from runner.serve.notify import delivery, notifier
 from runner.serve.scheduler import Outcome, Scheduler
 
 log = logging.getLogger("lockgate.serve")
@@ -102,6 +104,12 @@ class Service:
             dependency_ready=self._dependency_ready,
             observe=self._observe,
         )
+        self.notifier = notifier.Notifier(
+            delivery.Queue(failed=self.metrics.notification_failed, sent=self.metrics.notification_sent),
+            kube=lambda: self.kube,
+            cluster=settings.cluster_name,
+            instance=self.identity,
+        )
         self._registries: dict[tuple[str, str], tuple[float, registry.RegistryClient]] = {}
         self._registry_lock = threading.Lock()
         self._token: tuple[float, bytes | None] = (0.0, None)
@@ -151,6 +159,8 @@ class Service:
         self._stop.set()
         deadline = time.monotonic() + self.grace
         clean = self.scheduler.stop(grace=max(1.0, self.grace - 3.0))
+        # what the last passes reported, within what is left of the grace period
+        self.notifier.flush(min(notifier.FLUSH_SECONDS, max(0.0, deadline - time.monotonic() - 2.0)))
         if self.membership is not None:
             try:
                 self.membership.leave()
@@ -201,6 +211,7 @@ class Service:
             )
         self.config = cfg
         self._configure(cfg)
+        self.notifier.cluster = cfg.runner.cluster_name
         self.health.reload_error = ""
         self.metrics.reload(True)
         log.info("configuration reloaded", extra={"file": str(self.config_path), "syncs": len(cfg.syncs)})
@@ -255,6 +266,17 @@ class Service:
         return source.current_digest(options.source, client)
 
     def _run(self, options: pipeline.SyncOptions, requested_by_person: bool, guard: Any) -> Result:
+        return self.notifier.around(
+            options, lambda applying: self._pass(options, requested_by_person, guard, applying)
+        )
+
+    def _pass(
+        self,
+        options: pipeline.SyncOptions,
+        requested_by_person: bool,
+        guard: Any,
+        applying: Callable[[Result], None] | None,
+    ) -> Result:
         namespace = pipeline.runner_namespace(options.namespace)
         held: leases.Held | None = None
         if self.keeper is not None:
@@ -288,6 +310,7 @@ class Service:
                 retry_rejected=requested_by_person,
                 requested_at=requested_at,
                 registry_client=client,
+                applying=applying,
             )
         finally:
             if held is not None:
