@@ -39,6 +39,7 @@ from runner.serve import log as log_mod
 from runner.serve.http import HttpServers, build_app
 from runner.serve.metrics import Metrics
 from runner.serve.scheduler import Outcome, Scheduler
+from runner.serve.web import served
 
 log = logging.getLogger("lockgate.serve")
 
@@ -117,6 +118,15 @@ class Service:
         self.http = HttpServers(
             build_app(self, self.metrics, max_body_bytes=settings.max_body_bytes), addresses
         )
+        self.page = served.create(
+            settings.status_page,
+            where=f"--config {config_path}",
+            kube=self.kube,
+            namespace=self.namespace,
+            snapshot=self.scheduler.snapshot,
+            namespaces=lambda: dict(self._namespaces),
+            registry_for=self._page_registry,
+        )
 
     # ---- lifecycle -----------------------------------------------------------------
     def start(self) -> None:
@@ -129,6 +139,8 @@ class Service:
             except LockgateError as exc:  # the API server may come up later: not ready until then
                 log.warning("membership heartbeat failed", extra={"reason": exc.message.splitlines()[0]})
         self.http.start()
+        if self.page is not None:
+            self.page.start()
         self.scheduler.start()
         threading.Thread(target=self._housekeeping, name="lockgate-housekeeping", daemon=True).start()
         log.info(
@@ -157,6 +169,8 @@ class Service:
             except LockgateError as exc:
                 log.warning("could not leave the membership", extra={"reason": exc.message})
         self.http.stop(timeout=max(0.5, deadline - time.monotonic()))
+        if self.page is not None:
+            self.page.stop(timeout=max(0.5, deadline - time.monotonic()))
         log.info("stopped", extra={"clean": clean})
         return clean
 
@@ -250,6 +264,11 @@ class Service:
             self._registries[key] = (now, client)
         return client
 
+    def _page_registry(self, sync: str, url: str) -> registry.RegistryClient | None:
+        """The status page's client for a sync's registry: the one its passes use."""
+        options = next((o for o in self.config.syncs if o.name == sync), None)
+        return None if options is None else self._registry(options)
+
     def _check(self, options: pipeline.SyncOptions) -> str:
         client = self._registry(options)
         return source.current_digest(options.source, client)
@@ -320,6 +339,8 @@ class Service:
             self.metrics.observe_pass(options, checked, outcome.outcome)
             level = logging.WARNING if outcome.outcome == "failed" else logging.DEBUG
             log.log(level, "checked", extra={**fields, "reason": outcome.reason})
+        if self.page is not None:
+            self.page.observe(outcome)
         self.metrics.set_sync_info(
             state.name,
             namespace,
