@@ -180,6 +180,19 @@ def test_the_overview_updates_itself_and_a_secret_change_shows_masked_values(
             expect(changes.locator('li[data-object*="cfg"] tbody td')).to_have_text(["data.v", "1", "2"])
             expect(page.locator("#events")).to_contain_text("ReconciliationSucceeded")
             expect(page.locator("#history")).to_contain_text("Succeeded")
+            # drift: someone edits an object; a requested pass (lockgate sync) corrects it
+            expect(page.locator("#drift")).to_contain_text("None since this serve started")
+            cluster.kubectl(
+                "patch", "configmap", "cfg", "-n", ns, "--type=merge", "-p", '{"data":{"v":"edited"}}'
+            )
+            asked = subprocess.run(
+                [*LOCKGATE, "sync", "app", "-n", runner_ns, f"--kubeconfig={cluster.kubeconfig}"],
+                capture_output=True,
+                text=True,
+                timeout=60,
+            )
+            assert asked.returncode == 0, asked.stderr
+            expect(page.locator("#drift")).to_contain_text(f"ConfigMap/{ns}/cfg", timeout=60_000)
             body = page.content() + json.dumps(requests.get(f"{url}api/syncs/app", timeout=5).json())
             assert "hunter2" not in body
             watched.shot("sync-app")
