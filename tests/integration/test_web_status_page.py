@@ -257,19 +257,30 @@ def test_unhealthy_objects_and_a_rollback_show_on_the_sync_pages(
     broken = push_tree(
         registry,
         f"{unique}/broken",
-        {"a.yaml": dump(namespace(ns), deployment("stuck", ns, node_selector=stuck, deadline=5))},
+        {
+            "a.yaml": dump(
+                namespace(f"{ns}-b"), deployment("stuck", f"{ns}-b", node_selector=stuck, deadline=5)
+            )
+        },
     )
-    good = push_tree(
+    push_with_provenance(
         registry,
         f"{unique}/rolling",
+        tmp_path,
         {"a.yaml": dump(namespace(ns), deployment("web", ns), configmap("cfg", ns, {"k": "1"}))},
+        "3" * 40,
     )
     served = start_serve(
         full_cluster,
         tmp_path,
         [
             sync_doc(
-                "rolling", good.split("@")[0], runner_ns, wait=True, timeout="90s", rollback="onHealthFailure"
+                "rolling",
+                registry.oci(f"{unique}/rolling", ":live"),
+                runner_ns,
+                wait=True,
+                timeout="90s",
+                rollback="onHealthFailure",
             ),
             sync_doc(
                 "broken", broken.split("@")[0], runner_ns, wait=True, timeout="60s", dependsOn=["rolling"]
@@ -290,6 +301,7 @@ def test_unhealthy_objects_and_a_rollback_show_on_the_sync_pages(
                     configmap("cfg", ns, {"k": "2"}),
                 )
             },
+            tag="live",
         )
         hook(served, "rolling")
         with browser() as chromium:
@@ -297,7 +309,7 @@ def test_unhealthy_objects_and_a_rollback_show_on_the_sync_pages(
             page = watched.page
             page.goto(f"{url}sync/broken")
             unhealthy = page.locator("#unhealthy")
-            expect(unhealthy).to_contain_text(f"Deployment/{ns}/stuck", timeout=120_000)
+            expect(unhealthy).to_contain_text(f"Deployment.apps/{ns}-b/stuck", timeout=120_000)
             expect(unhealthy).to_contain_text("Failed")
             reason = unhealthy.locator("td").nth(2).inner_text().lower()
             assert "progress deadline" in reason, reason
@@ -319,6 +331,9 @@ def test_unhealthy_objects_and_a_rollback_show_on_the_sync_pages(
             page.goto(url)
             expect(row(page, "broken")).to_contain_text("Not ready")
             expect(row(page, "rolling")).to_contain_text("RolledBack")
+            # back on the good digest: its commit again
+            commit = f"{SOURCE}/commit/{'3' * 40}"
+            expect(row(page, "rolling").locator("a.commit")).to_have_attribute("href", commit)
             shot = watched.shot("overview-unhealthy-and-rolled-back")
             if os.environ.get("LOCKGATE_DOCS_SCREENSHOT"):
                 DOCS_IMAGE.parent.mkdir(parents=True, exist_ok=True)

@@ -51,6 +51,10 @@
     return seconds > 1 ? "in " + amount : abs <= 1 ? "now" : amount + " ago";
   }
 
+  function shorten(text, max) {
+    return text.length <= max ? text : text.slice(0, max - 1) + "…";
+  }
+
   function seconds(value) {
     if (value === null || value === undefined) return "";
     return value < 10 ? value.toFixed(2) + " s" : value.toFixed(1) + " s";
@@ -76,7 +80,7 @@
     const revision = sync.revision || sync.digest || "";
     const parts = [el("code", { class: "revision" }, shortDigest(revision))];
     if (sync.commit) {
-      const label = sync.commit.revision || sync.commit.source;
+      const label = (sync.commit.revision || sync.commit.source).replace(/([0-9a-f]{12})[0-9a-f]+$/, "$1");
       parts.push(el("br"));
       parts.push(
         sync.commit.url
@@ -97,7 +101,7 @@
         "tr",
         { id: "sync-" + sync.name, "data-sync": sync.name },
         el("th", { scope: "row", "data-label": "Sync" }, el("a", { href: "/sync/" + encodeURIComponent(sync.name) }, sync.name)),
-        cell("Ready", readyBadge(sync), sync.reason ? el("span", { class: "reason" }, sync.reason) : null),
+        cell("Ready", readyBadge(sync), sync.reason ? el("span", { class: "reason" }, shorten(sync.reason, 140)) : null),
         cell("Revision", revisionCell(sync)),
         cell("Digest", el("code", { class: "digest", title: sync.digest }, shortDigest(sync.digest))),
         cell("Verified by", sync.verifiedBy),
