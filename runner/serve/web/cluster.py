@@ -166,6 +166,7 @@ class Reader:
             return None
         inventory, exists, live = found
         events: list[dict[str, Any]] = []
+        events_error = ""
         if exists:
             parent = applyset.parent_name(name)
             try:
@@ -176,14 +177,19 @@ class Reader:
                     and (e.get("involvedObject") or {}).get("kind") == "Secret"
                 ]
             except LockgateError as exc:
-                log.debug("cannot list Events in %s: %s", inventory.namespace, exc.message)
+                events_error = f"cannot list Events in {inventory.namespace}: {exc.message.splitlines()[0]}"
         return view.detail(
             inventory,
             events=events,
             provenance=self._provenance_of(inventory) if exists else None,
             live=live,
             exists=exists,
-        ) | {"mode": self.mode, "generation": self._generation(), "time": timestamp_now()}
+        ) | {
+            "mode": self.mode,
+            "generation": self._generation(),
+            "time": timestamp_now(),
+            "eventsError": events_error,
+        }
 
 
 def timestamp_now() -> str:

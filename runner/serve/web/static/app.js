@@ -245,7 +245,9 @@
       section(
         "events",
         "Events",
-        doc.events.length
+        doc.eventsError
+          ? el("p", { class: "error" }, doc.eventsError)
+          : doc.events.length
           ? table("Events lockgate wrote, newest first", ["Time", "Type", "Reason", "Message"], doc.events.map((e) => [when(e.time), badge(e.type === "Normal" ? true : false, e.type), e.reason, e.message]), "events")
           : el("p", {}, "No Events (they expire after an hour by default)."),
       ),
