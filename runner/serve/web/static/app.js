@@ -13,6 +13,8 @@
   let lastBody = "";
   let timer = null;
   let failing = false;
+  let renderedAt = 0;
+  const RELATIVE_MS = 30000;
 
   function el(tag, attrs, ...children) {
     const node = document.createElement(tag);
@@ -290,7 +292,11 @@
         lastBody = body;
         failing = false;
         render(doc);
+        renderedAt = Date.now();
         updated.textContent = "Updated " + new Date().toLocaleTimeString();
+      } else if (Date.now() - renderedAt > RELATIVE_MS) {
+        render(doc); // "5 s ago" ages; the live region is left alone
+        renderedAt = Date.now();
       }
     } catch (error) {
       failing = true;

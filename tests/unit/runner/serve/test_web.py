@@ -4,11 +4,20 @@ from __future__ import annotations
 
 import pytest
 
+from lockgate.diff.changeset import Action
+from lockgate.diff.changeset import Entry as ChangeEntry
 from lockgate.errors import UsageError
+from lockgate.manifests import ObjectKey
+from lockgate.signing.options import VerifyOptions
+from runner.pipeline import config
 from runner.pipeline.documents import StatusPageSettings
-from runner.plan.history import Entry, Outcome, Summary
+from runner.pipeline.result import Result
+from runner.plan import history
+from runner.plan.health import Health, HealthStatus
 from runner.plan.inventory import Inventory
+from runner.serve.scheduler import APPLIED, FAILED, UNCHANGED, Outcome, SyncState
 from runner.serve.web import app, served, view
+from runner.serve.web.live import Recorder
 from runner.serve.web.view import LiveSync, Provenance
 
 
@@ -67,12 +76,12 @@ def test_without_serve_the_live_parts_are_unknown_not_empty() -> None:
     inventory = Inventory(name="web", namespace="ns", digest="sha256:1", revision="v1@sha256:1", exists=True)
     inventory.last_result = {"status": "Succeeded", "summary": "1 created"}
     inventory.history = [
-        Entry(
+        history.Entry(
             "sha256:1",
             "v1@sha256:1",
             "ci@example",
-            Outcome.SUCCEEDED,
-            Summary.HEALTHY,
+            history.Outcome.SUCCEEDED,
+            history.Summary.HEALTHY,
             "2030-01-01T00:00:00Z",
         )
     ]
@@ -92,3 +101,39 @@ def test_events_newest_first_and_bounded() -> None:
     ]
     shown = view.detail(Inventory(name="web", namespace="ns"), events=events)["events"]
     assert len(shown) == view.MAX_EVENTS and shown[0]["message"] == "29"
+
+
+def _outcome(state: SyncState, outcome: str, digest: str, *changes: Action, **health: Health) -> Outcome:
+    result = Result(name=state.name, digest=digest, revision=f"v@{digest}")
+    for i, action in enumerate(changes):
+        result.changeset.add(ChangeEntry(ObjectKey("", "ConfigMap", "ns", f"c{i}"), action))
+    result.health = dict(health)
+    return Outcome(state, outcome, result)
+
+
+def test_the_recorder_keeps_the_last_change_unhealthy_objects_and_drift() -> None:
+    options = config.sync_options(
+        name="web", url="oci://r.example/app:v1", verify=VerifyOptions(insecure_skip=True)
+    )
+    state = SyncState(options, due=0.0)
+    recorder = Recorder()
+    recorder.observe(_outcome(state, APPLIED, "sha256:1", Action.CREATED))
+    recorder.observe(_outcome(state, UNCHANGED, "sha256:1", Action.UNCHANGED))
+    live = recorder.live([state])["web"]
+    assert live.drift == [] and live.last_change is not None
+    assert [o["action"] for o in live.last_change["objects"]] == ["created"]
+    # the same digest applied again and something changed: a drift correction
+    recorder.observe(_outcome(state, APPLIED, "sha256:1", Action.CONFIGURED, Action.UNCHANGED))
+    live = recorder.live([state])["web"]
+    assert [d["objects"][0]["object"] for d in live.drift] == ["ConfigMap/ns/c0"]
+    # a new digest is not drift; its unhealthy object is kept with its reason
+    stuck = Health(HealthStatus.FAILED, "progress deadline exceeded")
+    recorder.observe(
+        _outcome(state, FAILED, "sha256:2", Action.CONFIGURED, **{"Deployment.apps/ns/web": stuck})
+    )
+    live = recorder.live([state])["web"]
+    assert len(live.drift) == 1
+    assert live.unhealthy == [
+        {"object": "Deployment.apps/ns/web", "status": "Failed", "message": "progress deadline exceeded"}
+    ]
+    assert recorder.generation == 4
