@@ -54,6 +54,7 @@ def status_(
     """Show what the runner last applied, its health and history (from the inventory Secrets)."""
     if web:
         local.run(
+            name=name,
             namespace=namespace,
             kubeconfig=kubeconfig,
             address=address,

@@ -121,6 +121,7 @@ class Service:
         self.page = served.create(
             settings.status_page,
             where=f"--config {config_path}",
+            taken=addresses,
             kube=self.kube,
             namespace=self.namespace,
             snapshot=self.scheduler.snapshot,
@@ -206,9 +207,10 @@ class Service:
             self.config = _refused(self.config, digest)
             return self._refuse(exc.message)
         old = self.config.runner
-        if (old.metrics_address, old.webhook_address) != (
+        if (old.metrics_address, old.webhook_address, old.status_page) != (
             cfg.runner.metrics_address,
             cfg.runner.webhook_address,
+            cfg.runner.status_page,
         ):
             log.warning(
                 "listen addresses change on restart, not on reload", extra={"file": str(self.config_path)}

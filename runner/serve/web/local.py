@@ -19,7 +19,7 @@ from pathlib import Path
 
 from lockgate.errors import UsageError
 from runner.kube.client import Kube
-from runner.pipeline.reconcile import runner_namespace
+from runner.pipeline.reconcile import check_name, runner_namespace
 from runner.serve.http import HttpServers, parse_address
 from runner.serve.web import app, cluster
 
@@ -40,6 +40,7 @@ def url_of(address: str, port: int) -> str:
 
 def run(
     *,
+    name: str | None = None,
     namespace: str | None = None,
     kubeconfig: Path | None = None,
     address: str = DEFAULT_ADDRESS,
@@ -53,6 +54,8 @@ def run(
             f"--address {address!r}: status --web listens on loopback only (e.g. 127.0.0.1:8000); "
             "to share the page, enable Runner spec.statusPage in lockgate serve"
         )
+    if name is not None:
+        check_name(name)
     ns = runner_namespace(namespace)
     kube = Kube.from_kubeconfig(kubeconfig)
     reader = cluster.Reader(kube, namespaces=lambda: [ns])
@@ -61,7 +64,7 @@ def run(
     done = stop or threading.Event()
     previous = {sig: signal.signal(sig, lambda *_: done.set()) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
-        url = url_of(address, servers.ports[0])
+        url = url_of(address, servers.ports[0]) + (f"sync/{name}" if name else "")
         announce(f"lockgate status page for namespace {ns}: {url} (Ctrl-C to stop)")
         if open_browser and has_display():
             webbrowser.open(url)

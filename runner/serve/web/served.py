@@ -14,14 +14,14 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from lockgate import registry
 from lockgate.errors import LockgateError, UsageError
 from runner.kube.client import Kube
 from runner.pipeline import secretrefs
 from runner.pipeline.documents import StatusPageSettings
-from runner.serve.http import HttpServers
+from runner.serve.http import HttpServers, parse_address
 from runner.serve.scheduler import Outcome, SyncState
 from runner.serve.web import app, cluster
 from runner.serve.web.live import Recorder
@@ -32,10 +32,17 @@ TOKEN_CACHE_SECONDS = 30.0
 TOKEN_FIELD = "spec.statusPage.secretRef.name"
 
 
-def check(settings: StatusPageSettings, *, where: str) -> None:
-    """Refuse a page reachable beyond loopback without a token."""
+def check(settings: StatusPageSettings, *, where: str, taken: Sequence[str] = ()) -> None:
+    """Refuse a page reachable beyond loopback without a token, or on another listener's port."""
     if settings.address is None:
         return
+    _, port = parse_address(settings.address)
+    clash = [a for a in taken if port and parse_address(a)[1] == port]
+    if clash:
+        raise UsageError(
+            f"{where}: Runner spec.statusPage.address {settings.address!r} uses the port of {clash[0]!r} "
+            "(metricsAddress or webhookAddress): the page has a listener of its own; pick another port"
+        )
     if not app.is_loopback(settings.address) and settings.secret_ref is None:
         raise UsageError(
             f"{where}: Runner spec.statusPage.address {settings.address!r} listens beyond loopback, "
@@ -123,6 +130,7 @@ def create(
     settings: StatusPageSettings,
     *,
     where: str,
+    taken: Sequence[str] = (),
     kube: Kube,
     namespace: str,
     snapshot: Callable[[], list[SyncState]],
@@ -130,7 +138,7 @@ def create(
     registry_for: Callable[[str, str], registry.RegistryClient | None],
 ) -> ServedPage | None:
     """The page of a ``serve``, or None when it is off; raises ``UsageError`` for an open one."""
-    check(settings, where=where)
+    check(settings, where=where, taken=taken)
     if settings.address is None:
         return None
     return ServedPage(

@@ -64,6 +64,8 @@ def test_a_page_beyond_loopback_without_a_token_is_refused() -> None:
     served.check(StatusPageSettings(address=":9090", secret_ref="page"), where="f.yaml")
     with pytest.raises(UsageError, match=r"f.yaml: Runner spec.statusPage.address ':9090' listens beyond"):
         served.check(StatusPageSettings(address=":9090"), where="f.yaml")
+    with pytest.raises(UsageError, match=r"uses the port of ':8080'"):
+        served.check(StatusPageSettings(address="127.0.0.1:8080"), where="f.yaml", taken=[":8080", ":9292"])
 
 
 def test_the_session_cookie_is_not_the_token() -> None:
