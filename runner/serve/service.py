@@ -341,8 +341,6 @@ class Service:
             self.metrics.observe_pass(options, checked, outcome.outcome)
             level = logging.WARNING if outcome.outcome == "failed" else logging.DEBUG
             log.log(level, "checked", extra={**fields, "reason": outcome.reason})
-        if self.page is not None:
-            self.page.observe(outcome)
         self.metrics.set_sync_info(
             state.name,
             namespace,
@@ -352,6 +350,8 @@ class Service:
             ready=state.ready,
             suspended=options.schedule.suspend,
         )
+        if self.page is not None:
+            self.page.observe(outcome)
 
     def _on_request(self, sync: str, value: str) -> None:
         self._requests[sync] = value
