@@ -294,6 +294,24 @@ class WebhookSettings:
 
 
 @dataclass(frozen=True)
+class StatusPageSettings:
+    """The read-only status page (docs/status-page.md); off unless address is set."""
+
+    address: str | None = attr(
+        "address",
+        "Listen address of the status page, its own listener (e.g. 127.0.0.1:9090); unset: no page. "
+        "Beyond loopback it needs secretRef.",
+        pattern=ADDRESS,
+    )
+    secret_ref: str | None = attr(
+        "secretRef",
+        "A Secret in the runner namespace whose 'token' entry the page requires (Authorization: Bearer, "
+        "or its sign-in form); required when address is not loopback.",
+        reference=True,
+    )
+
+
+@dataclass(frozen=True)
 class RunnerSettings:
     """Process settings of lockgate serve (at most one Runner document per file)."""
 
@@ -313,6 +331,9 @@ class RunnerSettings:
         pattern=ADDRESS,
     )
     webhook: WebhookSettings = attr("webhook", "The webhook receiver.", factory=WebhookSettings)
+    status_page: StatusPageSettings = attr(
+        "statusPage", "The read-only status page.", factory=StatusPageSettings
+    )
     concurrency: int = attr("concurrency", "Passes at once.", default=4, minimum=1)
     max_body_bytes: int = attr(
         "maxBodyBytes", "The largest webhook body accepted (413 above).", default=1_048_576, minimum=1

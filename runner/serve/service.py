@@ -41,6 +41,7 @@ from runner.serve.http import HttpServers, build_app
 from runner.serve.metrics import Metrics
 from runner.serve.notify import delivery, notifier
 from runner.serve.scheduler import Outcome, Scheduler
+from runner.serve.web import served
 
 log = logging.getLogger("lockgate.serve")
 
@@ -125,6 +126,16 @@ class Service:
         self.http = HttpServers(
             build_app(self, self.metrics, max_body_bytes=settings.max_body_bytes), addresses
         )
+        self.page = served.create(
+            settings.status_page,
+            where=f"--config {config_path}",
+            taken=addresses,
+            kube=self.kube,
+            namespace=self.namespace,
+            snapshot=self.scheduler.snapshot,
+            namespaces=lambda: dict(self._namespaces),
+            registry_for=self._page_registry,
+        )
 
     # ---- lifecycle -----------------------------------------------------------------
     def start(self) -> None:
@@ -137,6 +148,8 @@ class Service:
             except LockgateError as exc:  # the API server may come up later: not ready until then
                 log.warning("membership heartbeat failed", extra={"reason": exc.message.splitlines()[0]})
         self.http.start()
+        if self.page is not None:
+            self.page.start()
         self.scheduler.start()
         threading.Thread(target=self._housekeeping, name="lockgate-housekeeping", daemon=True).start()
         log.info(
@@ -167,6 +180,8 @@ class Service:
             except LockgateError as exc:
                 log.warning("could not leave the membership", extra={"reason": exc.message})
         self.http.stop(timeout=max(0.5, deadline - time.monotonic()))
+        if self.page is not None:
+            self.page.stop(timeout=max(0.5, deadline - time.monotonic()))
         log.info("stopped", extra={"clean": clean})
         return clean
 
@@ -202,9 +217,10 @@ class Service:
             self.config = _refused(self.config, digest)
             return self._refuse(exc.message)
         old = self.config.runner
-        if (old.metrics_address, old.webhook_address) != (
+        if (old.metrics_address, old.webhook_address, old.status_page) != (
             cfg.runner.metrics_address,
             cfg.runner.webhook_address,
+            cfg.runner.status_page,
         ):
             log.warning(
                 "listen addresses change on restart, not on reload", extra={"file": str(self.config_path)}
@@ -260,6 +276,11 @@ class Service:
         with self._registry_lock:
             self._registries[key] = (now, client)
         return client
+
+    def _page_registry(self, sync: str, url: str) -> registry.RegistryClient | None:
+        """The status page's client for a sync's registry: the one its passes use."""
+        options = next((o for o in self.config.syncs if o.name == sync), None)
+        return None if options is None else self._registry(options)
 
     def _check(self, options: pipeline.SyncOptions) -> str:
         client = self._registry(options)
@@ -352,6 +373,8 @@ class Service:
             ready=state.ready,
             suspended=options.schedule.suspend,
         )
+        if self.page is not None:
+            self.page.observe(outcome)
 
     def _on_request(self, sync: str, value: str) -> None:
         self._requests[sync] = value
