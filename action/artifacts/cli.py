@@ -141,9 +141,21 @@ def push(
     sign = signer_mod.SignOptions(
         mode=sign_mode, key_path=key_path, token=identity_token, trust_config=trust_config
     )
-    results = push_mod.push_targets(
-        args, each=each, options=options, sign=sign, client_for=lambda ref: _client(ref, creds, insecure)
-    )
+    try:
+        results = push_mod.push_targets(
+            args, each=each, options=options, sign=sign, client_for=lambda ref: _client(ref, creds, insecure)
+        )
+    except push_mod.PartialPush as partial:
+        # every directory's outcome, then the error (exit 10): what went out is not hidden
+        if output == "json":
+            _emit(push_mod.partial_json(partial))
+        else:
+            for r in partial.results:
+                click.echo(f"{r.status.value} {r.reference}@{r.digest}")
+            click.echo(f"failed {partial.failed}")
+            for path in partial.left:
+                click.echo(f"not attempted {path}")
+        raise
     if output == "json":
         _emit(results[0].to_json() if each is None else push_mod.results_json(results))
         return

@@ -150,11 +150,19 @@ def test_a_healthy_pass_posts_pending_then_success_and_an_unchanged_pass_posts_n
     assert again.code == 0, again.err
     assert len(statuses(recorder, "/api/v3")) == 2, statuses(recorder, "/api/v3")
 
-    # another cluster's runner posts its own context and does not overwrite this one
+    # another cluster's runner posts its own context and does not overwrite this one (one
+    # cluster stands in for both, so west applies its own objects: one object has one owner)
+    west_url = push_built_from(
+        registry,
+        f"{unique}/west",
+        {"a.yaml": dump(namespace(f"{unique}-w2"), configmap("app", f"{unique}-w2", {}))},
+    )
     other = reconcile_config(
         tmp_path / "west.yaml",
         runner("west"),
-        sync_doc("web", by_tag(url), f"{unique}-w", notify=[github(api, secretRef={"name": "github-token"})]),
+        sync_doc(
+            "web", by_tag(west_url), f"{unique}-w", notify=[github(api, secretRef={"name": "github-token"})]
+        ),
     )
     secret(cluster, f"{unique}-w", "github-token", token=TOKEN)
     west = cli(cluster, "--config", str(other))
@@ -166,10 +174,13 @@ def test_a_healthy_pass_posts_pending_then_success_and_an_unchanged_pass_posts_n
 def test_a_health_failure_posts_failure_with_the_reason(
     cluster: Cluster, registry: Registry, recorder: Recorder, unique: str, tmp_path: Path
 ) -> None:
-    """No controller-manager runs in this profile: the Deployment never becomes available."""
+    """The Deployment never becomes available: it asks for a node no cluster has (and in the
+    minimal profile no controller-manager runs at all; the full one may be up by now)."""
     runner_ns = f"{unique}-r"
     secret(cluster, runner_ns, "github-token", token=TOKEN)
-    files = {"a.yaml": dump(namespace(unique), deployment("stuck", unique))}
+    files = {
+        "a.yaml": dump(namespace(unique), deployment("stuck", unique, node_selector={"no-such-node": "true"}))
+    }
     url = push_built_from(registry, f"{unique}/app", files)
     config = reconcile_config(
         tmp_path / "lockgate.yaml",
