@@ -26,6 +26,7 @@ import yaml
 
 from lockgate.errors import ExitCode
 from runner.pipeline import config
+from tests.integration import serve_support
 from tests.integration.reconcile_support import configmap, dump, get, push_tree
 from tests.world import binaries
 from tests.world.kube import Cluster
@@ -271,6 +272,26 @@ def test_namespaced_install_runs_restricted_pods_and_reconciles_with_exactly_its
     assert get(full_cluster, "configmap", "web", apps) is not None
     lease = get(full_cluster, "lease", "lockgate-web", sys_ns)
     assert lease is not None
+
+    # serve, as the Deployment runs it, with the same identity: Leases, the requestedAt
+    # watch, a pass, and a clean stop (its membership Lease deleted)
+    served_url = push_tree(
+        registry, f"{unique}/served", {"cm.yaml": dump(configmap("served", apps, {"v": "1"}))}
+    )
+    served = serve_support.start_serve(
+        full_cluster,
+        tmp_path / "serve",
+        [serve_support.sync_doc("served", served_url, sys_ns)],
+        runner={"namespace": sys_ns, "defaultServiceAccount": "lockgate-apply", "noCrossNamespaceRefs": True},
+        kubeconfig=as_runner,
+    )
+    try:
+        served.wait_sync_ready("served")
+    finally:
+        code = served.stop()
+    assert code == 0, served.tail()
+    assert "permission denied" not in served.log.read_text(), served.tail()
+    assert get(full_cluster, "configmap", "served", apps) is not None
 
     # outside the Role: a ConfigMap in a namespace lockgate-apply has no Role in
     sneak_url = push_tree(
