@@ -142,7 +142,7 @@ def test_image_update_commits_and_pushes_the_newest_allowed_tag(
     assert git(check, "log", "-1", "--format=%ae").strip() == "bot@example.com"
 
 
-def test_diff_reports_the_change_and_fails_only_when_it_cannot_diff(
+def test_a_signed_publish_then_diff_reports_the_change_and_fails_only_when_it_cannot_diff(
     git_remote: GitRemote, registry: Registry, unique: str, tmp_path: Path
 ) -> None:
     jobs = {"publish": {"extends": ".lockgate-publish"}, "diff": {"extends": ".lockgate-diff"}}
@@ -152,8 +152,34 @@ def test_diff_reports_the_change_and_fails_only_when_it_cannot_diff(
     commit_all(work)
     url = registry.oci(f"{unique}/manifests", ":latest")
     common = {"LOCKGATE_PATH": "deploy", "LOCKGATE_URL": url, "LOCKGATE_REGISTRY": ""}
-    published = gitlab_ci_local(work, "publish", variables={**common, "LOCKGATE_TAGS": ""})
+    # signed with a cosign key: the key a File variable, its password a masked variable
+    keys = tmp_path / "keys"
+    keys.mkdir()
+    made = subprocess.run(
+        [str(VENV_BIN / "lockgate"), "keygen", "--output-key-prefix", str(keys / "cosign")],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "LOCKGATE_PASSWORD": "pass word"},
+    )
+    assert made.returncode == 0, made.stderr
+    signing = {
+        "LOCKGATE_SIGN": "key",
+        "LOCKGATE_KEY": str(keys / "cosign.key"),
+        "LOCKGATE_PASSWORD": "pass word",
+    }
+    published = gitlab_ci_local(work, "publish", variables={**common, **signing, "LOCKGATE_TAGS": ""})
     assert published.returncode == 0, published.stdout[-4000:] + published.stderr[-2000:]
+    assert "pass word" not in published.stdout + published.stderr
+    verified = subprocess.run(
+        [str(VENV_BIN / "lockgate"), "verify", url, "--key", str(keys / "cosign.pub")],
+        capture_output=True,
+        text=True,
+    )
+    assert verified.returncode == 0, verified.stdout + verified.stderr
+    unsigned = gitlab_ci_local(work, "publish", variables={**common, "LOCKGATE_SIGN": "key"})
+    assert unsigned.returncode != 0 and "LOCKGATE_SIGN=key needs LOCKGATE_KEY" in unsigned.stdout, (
+        unsigned.stdout
+    )
 
     (work / "deploy" / "cm.yaml").write_text(dump(configmap("web", "apps", {"v": "2"})))
     commit_all(work, "change")
