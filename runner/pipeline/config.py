@@ -32,7 +32,7 @@ from runner.pipeline.documents import (
     SyncSpec,
     WebhookSettings,
 )
-from runner.pipeline.reconcile import RESERVED_PREFIX, ObjectRef, Schedule, SyncOptions
+from runner.pipeline.reconcile import RESERVED_PREFIX, ObjectRef, Schedule, SyncOptions, runner_namespace
 from runner.plan import prune_plan
 
 __all__ = [
@@ -186,10 +186,40 @@ def _has_tag_or_digest(url: str) -> bool:
     return ref.tag is not None or ref.digest is not None
 
 
-def _across(
-    syncs: list[_Sync], runners: list[located.Document], messages: list[str], *, complete: bool
+def _same_namespace(
+    syncs: list[_Sync], first: dict[str, _Sync], runner: RunnerSettings, messages: list[str]
 ) -> None:
-    """The checks across documents: unique names, dependsOn targets and cycles, one Runner.
+    """``noCrossNamespaceRefs``: a dependsOn may only name a sync of the same namespace.
+
+    The Secret and ConfigMap references need no check: they hold a name only and are read in
+    the sync's own namespace (``spec.namespace``, else the Runner's)."""
+
+    def namespace(sync: _Sync) -> str:
+        return runner_namespace(sync.value.spec.namespace or runner.namespace)
+
+    for sync in syncs:
+        for index, dep in enumerate(sync.value.spec.depends_on):
+            upstream = first.get(dep.name)
+            if upstream is None or namespace(upstream) == namespace(sync):
+                continue
+            path: located.Path = ("spec", "dependsOn", index)
+            messages.append(
+                f"{sync.where(path)}: spec.dependsOn[{index}]: Sync/{dep.name} is in namespace "
+                f"{namespace(upstream)}, not in this sync's namespace {namespace(sync)}: cross-namespace "
+                "references are blocked by the Runner's noCrossNamespaceRefs"
+            )
+
+
+def _across(
+    syncs: list[_Sync],
+    runners: list[located.Document],
+    messages: list[str],
+    *,
+    complete: bool,
+    lockdown: RunnerSettings | None = None,
+) -> None:
+    """The checks across documents: unique names, dependsOn targets and cycles, one Runner,
+    and under ``lockdown`` (a Runner with noCrossNamespaceRefs) dependsOn within a namespace.
 
     ``complete``: every document decoded, so a dependsOn name not found is really unknown."""
     first: dict[str, _Sync] = {}
@@ -231,6 +261,8 @@ def _across(
                     f"{sync.where(path)}: spec.dependsOn[{index}]: "
                     f"no Sync named {dep.name!r} in this file{hint}"
                 )
+    if complete and lockdown is not None:
+        _same_namespace(syncs, first, lockdown, messages)
     graph = {s.value.metadata.name: [d.name for d in s.value.spec.depends_on] for s in first.values()}
     cycle = _cycle(graph)
     if cycle:
@@ -371,7 +403,9 @@ def load(path: Path, *, dry_run: bool = False) -> Config:
             syncs.append(_Sync(doc, decoded))
         elif isinstance(decoded, RunnerDocument):
             runners.append((doc, decoded))
-    _across(syncs, [doc for doc, _ in runners], messages, complete=not messages)
+    settings = runners[0][1].spec if runners else None
+    lockdown = settings if settings is not None and settings.no_cross_namespace_refs else None
+    _across(syncs, [doc for doc, _ in runners], messages, complete=not messages, lockdown=lockdown)
     if not messages and not syncs:
         messages.append(f"{path}: no Sync documents")
     model.raise_all(messages)

