@@ -182,8 +182,13 @@ class StageApplier:
 
     def _dry_run(self, item: Desired, res: Resource, live: dict[str, Any]) -> classify.Classification:
         """Dry-run ``item`` against its live object; raises ``KubeError`` (e.g. immutable fields)."""
-        _, dry = self.mgr.kube.apply(res, item.body, manager=self.mgr.field_manager, dry_run=True)
-        took_over = item.policy.takes_over and takeover.needs_takeover(live, self.mgr.field_manager)
+        manager = self.mgr.field_manager
+        _, dry = self.mgr.kube.apply(res, item.body, manager=manager, dry_run=True)
+        took_over = item.policy.takes_over and takeover.needs_takeover(live, manager)
+        if took_over:
+            # the real pass takes kubectl's fields over first, so its apply removes those we
+            # do not set: show exactly that, field by field
+            dry = takeover.predict_after_takeover(live, dry, item.body, manager)
         return classify.compare(live, dry, took_over=took_over)
 
     def _update(self, item: Desired, res: Resource, live: dict[str, Any]) -> Entry:
