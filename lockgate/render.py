@@ -93,7 +93,7 @@ class HelmOptions:
 
 
 def helm_template(chart: Path, *, purpose: str, options: HelmOptions = HelmOptions()) -> str:
-    """``helm template RELEASE chart --skip-tests ...``; the release defaults to the chart directory's name."""
+    """``helm template RELEASE chart --skip-tests ...``; the release defaults to the chart's directory."""
     for file in options.values:
         if not file.is_file():
             raise UsageError(f"--values {file}: no such file")
