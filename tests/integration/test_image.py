@@ -11,6 +11,7 @@ buildah or debootstrap is missing, the build fails with the step and its log tai
 
 from __future__ import annotations
 
+import hashlib
 import json
 import shutil
 import urllib.request
@@ -86,6 +87,29 @@ def test_the_entrypoint_is_lockgate_as_a_non_root_user(built: image.Image, ctr: 
     assert ran.out.strip() == str(image.USER), ran.err
     ran = image.run(ctr, ["kustomize", "version"])
     assert ran.code == 0 and ran.out.strip().startswith("v5."), ran.err
+
+
+_SOURCES = """
+import hashlib, json, pathlib, sys
+site = pathlib.Path(sys.argv[1])
+print(json.dumps({str(p.relative_to(site)): hashlib.sha256(p.read_bytes()).hexdigest()
+                  for top in ("lockgate", "action", "runner") for p in sorted((site / top).rglob("*.py"))}))
+"""
+
+
+def test_the_image_holds_this_checkouts_lockgate(ctr: str) -> None:
+    """Not a stale build: every module in the image's venv is the checkout's."""
+    site = "/opt/lockgate/lib/python3.11/site-packages"
+    ran = image.run(ctr, ["python3", "-c", _SOURCES, site])
+    assert ran.code == 0, ran.err
+    inside: dict[str, str] = json.loads(ran.out)
+    root = image.ROOT
+    checkout = {
+        str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
+        for top in ("lockgate", "action", "runner")
+        for p in sorted((root / top).rglob("*.py"))
+    }
+    assert inside == checkout
 
 
 def test_the_image_pushes_to_the_worlds_registry(built: image.Image, registry: Registry, unique: str) -> None:

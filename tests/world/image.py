@@ -7,11 +7,11 @@ No base image can be pulled here and no container engine runs, so:
    a file lock serialises concurrent runs), slimmed as ``debian:*-slim`` is;
 2. ``buildah from scratch`` + ``buildah add`` of its tarball + ``buildah commit`` make it the
    base image ``localhost/lockgate-base:<suite>-<key>``;
-3. a build context is staged (the Containerfile, a wheelhouse: the lockgate wheel built from the
-   checkout plus every dependency's wheel for the base's Python, and the pinned kustomize build)
-   and ``buildah bud --build-arg BASE=...`` builds ``localhost/lockgate:<key>``, the key hashing
-   every input (sources, pyproject, Containerfile, kustomize, base), so an unchanged checkout is
-   never rebuilt;
+3. a build context is staged (the Containerfile; a wheelhouse: the lockgate wheel built from the
+   checkout and every dependency's wheel for the base's Python, each cached on its own inputs;
+   the pinned kustomize build) and ``buildah bud --build-arg BASE=...`` builds
+   ``localhost/lockgate:<key>``, the key hashing every input (sources, pyproject, Containerfile,
+   kustomize, base), so an unchanged checkout is never rebuilt;
 4. ``buildah push`` copies it to a registry.
 
 buildah runs with the ``vfs`` driver and ``--isolation chroot`` on its own storage
@@ -32,6 +32,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import tomllib
 import urllib.request
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -275,26 +276,27 @@ def _platforms(glibc: tuple[int, int]) -> list[str]:
     return [arg for tag in tags for arg in ("--platform", tag)]
 
 
-def wheelhouse(checkout: Path, python: str) -> Path:
-    """lockgate's wheel from ``checkout`` and every dependency's wheel for CPython ``python``."""
-    key = _hash_files(_wheel_inputs(checkout), checkout)
-    directory = cache_dir() / f"wheels-py{python}-{key}"
-    with _lock(f"wheels-{key}"):
+def _pip() -> list[str]:
+    return [sys.executable, "-m", "pip", "--disable-pip-version-check"]
+
+
+def dependency_wheels(checkout: Path, python: str) -> Path:
+    """Every dependency's wheel (and pip's) for CPython ``python``; keyed on the dependency list."""
+    project = tomllib.loads((checkout / "pyproject.toml").read_text())["project"]
+    requirements = sorted(project["dependencies"])
+    key = _digest(json.dumps({"requirements": requirements, "python": python, "glibc": GLIBC}).encode())
+    directory = cache_dir() / f"deps-py{python}-{key}"
+    with _lock(f"deps-{key}"):
         if (directory / ".complete").is_file():
             return directory
         log = _log("wheels")
         log.write_text("")
         shutil.rmtree(directory, ignore_errors=True)
         directory.mkdir(parents=True)
-        pip = [sys.executable, "-m", "pip", "--disable-pip-version-check"]
-        _run(
-            [*pip, "wheel", "-q", "--no-deps", "-w", str(directory), str(checkout)], step="pip wheel", log=log
-        )
-        (own,) = directory.glob("lockgate-*.whl")
         tag = python.replace(".", "")
         _run(
             [
-                *pip,
+                *_pip(),
                 "download",
                 "-q",
                 "--only-binary=:all:",
@@ -307,7 +309,7 @@ def wheelhouse(checkout: Path, python: str) -> Path:
                 *_platforms(GLIBC),
                 "-d",
                 str(directory),
-                str(own),
+                *requirements,
                 "pip",
             ],
             step="pip download (the dependencies' wheels)",
@@ -315,6 +317,26 @@ def wheelhouse(checkout: Path, python: str) -> Path:
         )
         (directory / ".complete").write_text(key)
     return directory
+
+
+def own_wheel(checkout: Path) -> Path:
+    """lockgate's wheel built from ``checkout``; keyed on its inputs."""
+    key = _hash_files(_wheel_inputs(checkout), checkout)
+    directory = cache_dir() / f"wheel-{key}"
+    with _lock(f"wheel-{key}"):
+        if (directory / ".complete").is_file():
+            return next(directory.glob("lockgate-*.whl"))
+        log = _log("wheels")
+        log.write_text("")
+        shutil.rmtree(directory, ignore_errors=True)
+        directory.mkdir(parents=True)
+        _run(
+            [*_pip(), "wheel", "-q", "--no-deps", "-w", str(directory), str(checkout)],
+            step="pip wheel",
+            log=log,
+        )
+        (directory / ".complete").write_text(key)
+        return next(directory.glob("lockgate-*.whl"))
 
 
 def image_key(checkout: Path, suite: str) -> str:
@@ -351,13 +373,15 @@ def build(checkout: Path = ROOT, suite: str = DEFAULT_SUITE) -> Image:
             return Image(name=name, key=key, size=_size(name), seconds=0.0)
         started = time.monotonic()
         base = base_image(suite)
-        wheels = wheelhouse(checkout, SUITES[suite])
+        dependencies = dependency_wheels(checkout, SUITES[suite])
+        wheel = own_wheel(checkout)
         log = _log("build")
         log.write_text("")
         with tempfile.TemporaryDirectory(prefix="lockgate-image-context-") as tmp:
             context = Path(tmp)
             shutil.copy(CONTAINERFILE, context / "Containerfile")
-            shutil.copytree(wheels, context / "wheels", ignore=shutil.ignore_patterns(".complete"))
+            shutil.copytree(dependencies, context / "wheels", ignore=shutil.ignore_patterns(".complete"))
+            shutil.copy(wheel, context / "wheels" / wheel.name)
             shutil.copy(binaries.binary("kustomize"), context / "kustomize")
             print(f"image: buildah bud {name} (on {base})", file=sys.stderr)
             _run(
@@ -371,8 +395,6 @@ def build(checkout: Path = ROOT, suite: str = DEFAULT_SUITE) -> Image:
                     "--pull=never",
                     "--build-arg",
                     f"BASE={base}",
-                    "--label",
-                    f"org.opencontainers.image.source-key={key}",
                     "-f",
                     str(context / "Containerfile"),
                     "-t",
@@ -382,7 +404,19 @@ def build(checkout: Path = ROOT, suite: str = DEFAULT_SUITE) -> Image:
                 step="buildah bud",
                 log=log,
             )
+        _untag_older(name)
         return Image(name=name, key=key, size=_size(name), seconds=time.monotonic() - started)
+
+
+def _untag_older(current: str) -> None:
+    """Drop the tags of earlier builds (their layers stay as the build cache until pruned)."""
+    out = subprocess.run(buildah("images", "--json"), capture_output=True, text=True)
+    if out.returncode != 0:
+        return
+    for entry in json.loads(out.stdout or "[]"):
+        for tag in entry.get("names") or []:
+            if tag.startswith("localhost/lockgate:") and tag != current:
+                subprocess.run(buildah("rmi", tag), capture_output=True)
 
 
 # ---- 4. push ----------------------------------------------------------------------------
