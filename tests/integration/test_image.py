@@ -13,7 +13,9 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import shutil
+import subprocess
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
@@ -22,8 +24,9 @@ from urllib.parse import urlsplit
 import pytest
 
 import lockgate
+from lockgate import registry as lg_registry
+from tests.integration.artifacts_support import client, write_tree
 from tests.integration.artifacts_support import lockgate as host_lockgate
-from tests.integration.artifacts_support import write_tree
 from tests.integration.kube_support import token_of
 from tests.integration.reconcile_support import configmap, dump, get, push_tree
 from tests.world import image
@@ -148,6 +151,30 @@ def test_push_from_inside_the_image_gives_the_hosts_digest(
     assert host.code == 0, host.err
     # the same content gives the same artifact on the host and in the image (bundled deflate)
     assert json.loads(host.out)["digest"] == inside["digest"]
+
+
+def test_push_inside_the_image_reads_the_revision_of_a_checkout_it_does_not_own(
+    ctr: str, registry: Registry, unique: str, tmp_path: Path
+) -> None:
+    """A CI checkout belongs to the runner's user, not the image's; git must still read it."""
+    tree = write_tree(tmp_path / "repo", unique)
+    git = ["git", "-C", str(tree), "-c", "user.email=ci@example.org", "-c", "user.name=ci"]
+    for args in (["init", "-q", "-b", "main"], ["remote", "add", "origin", "https://git.example/org/repo"]):
+        subprocess.run([*git, *args], check=True)
+    subprocess.run([*git, "add", "."], check=True)
+    subprocess.run([*git, "commit", "-q", "-m", "first"], check=True, env={**os.environ, "TZ": "UTC"})
+    sha = subprocess.run([*git, "rev-parse", "HEAD"], capture_output=True, text=True, check=True).stdout
+    ran = image.run(
+        ctr,
+        ["lockgate", "push", "/src", registry.oci(unique, ":image"), "-o", "json"],
+        volumes=[f"{tree}:/src:ro"],
+    )
+    assert ran.code == 0, ran.err
+    digest = json.loads(ran.out)["digest"]
+    fetched = client(registry, lg_registry.parse(registry.oci(unique, ":image"))).get_manifest(unique, digest)
+    annotations = json.loads(fetched.content)["annotations"]
+    assert annotations["org.opencontainers.image.revision"] == f"main@sha1:{sha.strip()}"
+    assert annotations["org.opencontainers.image.source"] == "https://git.example/org/repo"
 
 
 def test_the_golden_digest_test_passes_inside_the_image(ctr: str) -> None:
