@@ -52,6 +52,10 @@ DEFAULT_SUITE = "bookworm"
 GLIBC = (2, 36)
 #: bump when the base recipe (debootstrap flags, slimming) changes
 BASE_RECIPE = 1
+NAME = "localhost/lockgate"
+RUNTIME = "localhost/lockgate-runtime"
+#: builds kept in the store (each of lockgate and its runtime stage)
+KEEP = 3
 #: the user the image runs as (the ``restricted`` Pod security level wants non-root)
 USER = 65532
 #: what the Containerfile's wheels are built from
@@ -367,7 +371,7 @@ def build(checkout: Path = ROOT, suite: str = DEFAULT_SUITE) -> Image:
     if suite not in SUITES:
         raise WorldSetupError(f"building the image: suite {suite!r} is not one of {sorted(SUITES)}")
     key = image_key(checkout, suite)
-    name = f"localhost/lockgate:{key}"
+    name = f"{NAME}:{key}"
     with _lock("build"):
         if _image_exists(name):
             return Image(name=name, key=key, size=_size(name), seconds=0.0)
@@ -384,39 +388,77 @@ def build(checkout: Path = ROOT, suite: str = DEFAULT_SUITE) -> Image:
             shutil.copy(wheel, context / "wheels" / wheel.name)
             shutil.copy(binaries.binary("kustomize"), context / "kustomize")
             print(f"image: buildah bud {name} (on {base})", file=sys.stderr)
+            bud = [
+                "bud",
+                "--isolation",
+                "chroot",
+                "--network",
+                "host",
+                "--layers",
+                "--pull=never",
+                "--build-arg",
+                f"BASE={base}",
+                "-f",
+                str(context / "Containerfile"),
+            ]
+            # the runtime stage (the apt layer) by name, so pruning keeps it as the cache
+            runtime = f"{RUNTIME}:{_digest((base + CONTAINERFILE.read_text()).encode())}"
             _run(
-                buildah(
-                    "bud",
-                    "--isolation",
-                    "chroot",
-                    "--network",
-                    "host",
-                    "--layers",
-                    "--pull=never",
-                    "--build-arg",
-                    f"BASE={base}",
-                    "-f",
-                    str(context / "Containerfile"),
-                    "-t",
-                    name,
-                    str(context),
-                ),
-                step="buildah bud",
-                log=log,
+                buildah(*bud, "--target", "runtime", "-t", runtime, str(context)), step="buildah bud", log=log
             )
-        _untag_older(name)
+            _run(buildah(*bud, "-t", name, str(context)), step="buildah bud", log=log)
+        _prune()
         return Image(name=name, key=key, size=_size(name), seconds=time.monotonic() - started)
 
 
-def _untag_older(current: str) -> None:
-    """Drop the tags of earlier builds (their layers stay as the build cache until pruned)."""
-    out = subprocess.run(buildah("images", "--json"), capture_output=True, text=True)
+def _lineage(image_id: str) -> tuple[tuple[str, ...], tuple[str, ...]] | None:
+    """An image's layers and history steps: a build step's image is a prefix of its result's."""
+    out = subprocess.run(buildah("inspect", "--type", "image", image_id), capture_output=True, text=True)
+    if out.returncode != 0:
+        return None
+    oci = json.loads(out.stdout)["OCIv1"]
+    layers = tuple(oci.get("rootfs", {}).get("diff_ids") or ())
+    steps = tuple(str(h.get("created_by", "")) for h in oci.get("history") or ())
+    return layers, steps
+
+
+def _prune() -> None:
+    """Bound the store (vfs copies every layer in full): the newest builds and their cache stay.
+
+    Keeps the newest ``KEEP`` images of lockgate and of its runtime stage (a session still
+    using an image built a moment earlier by another keeps it), the base, and the unnamed
+    intermediate images the kept ones were built from (the layer cache of the next build);
+    every other unnamed image is an older build's cache and goes.
+    """
+    out = subprocess.run(buildah("images", "--all", "--json"), capture_output=True, text=True)
     if out.returncode != 0:
         return
-    for entry in json.loads(out.stdout or "[]"):
-        for tag in entry.get("names") or []:
-            if tag.startswith("localhost/lockgate:") and tag != current:
-                subprocess.run(buildah("rmi", tag), capture_output=True)
+    entries = json.loads(out.stdout or "[]")
+    kept: list[str] = []
+    for repository in (f"{NAME}:", f"{RUNTIME}:"):
+        tagged = sorted(
+            (
+                (int(e.get("created", 0)), n, str(e["id"]))
+                for e in entries
+                for n in e.get("names") or []
+                if n.startswith(repository)
+            ),
+            reverse=True,
+        )
+        kept += [image_id for _, _, image_id in tagged[:KEEP]]
+        for _, tag, _ in tagged[KEEP:]:
+            subprocess.run(buildah("rmi", tag), capture_output=True)
+    lineages = [lineage for lineage in map(_lineage, kept) if lineage is not None]
+    for entry in entries:
+        if entry.get("names"):
+            continue
+        mine = _lineage(str(entry["id"]))
+        if mine is None:
+            continue
+        layers, steps = mine
+        if any(k[0][: len(layers)] == layers and k[1][: len(steps)] == steps for k in lineages):
+            continue
+        subprocess.run(buildah("rmi", str(entry["id"])), capture_output=True)
 
 
 # ---- 4. push ----------------------------------------------------------------------------
