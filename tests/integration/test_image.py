@@ -254,3 +254,24 @@ def test_reconcile_from_inside_the_image_with_the_pods_service_account(
         assert token not in ran.err + ran.out
     finally:
         (sa / "token").unlink()
+
+
+def test_the_build_key_changes_with_the_sources_and_only_with_them(tmp_path: Path) -> None:
+    """What decides a rebuild: a tracked or new source file changes the key, ignored files do not."""
+    checkout = tmp_path / "checkout"
+    (checkout / "lockgate").mkdir(parents=True)
+    (checkout / "pyproject.toml").write_text("[project]\nname = 'lockgate'\ndependencies = []\n")
+    (checkout / "README.md").write_text("readme\n")
+    (checkout / "lockgate" / "__init__.py").write_text("x = 1\n")
+    (checkout / ".gitignore").write_text("__pycache__/\n")
+    subprocess.run(["git", "init", "-q", str(checkout)], check=True)
+    first = image.image_key(checkout, image.DEFAULT_SUITE)
+    (checkout / "lockgate" / "__pycache__").mkdir()
+    (checkout / "lockgate" / "__pycache__" / "m.pyc").write_bytes(b"\0")
+    (checkout / "notes.txt").write_text("not an input\n")
+    assert image.image_key(checkout, image.DEFAULT_SUITE) == first
+    (checkout / "lockgate" / "new.py").write_text("y = 2\n")
+    second = image.image_key(checkout, image.DEFAULT_SUITE)
+    assert second != first
+    (checkout / "lockgate" / "__init__.py").write_text("x = 2\n")
+    assert image.image_key(checkout, image.DEFAULT_SUITE) not in (first, second)
