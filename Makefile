@@ -9,7 +9,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 PYTEST_ARGS ?=
 
-.PHONY: setup system-packages python-env binaries bench-binaries test lint unit demo world bench clean
+.PHONY: setup system-packages python-env binaries bench-binaries test lint unit demo world bench clean image
 
 setup: system-packages python-env binaries
 
@@ -23,6 +23,8 @@ system-packages:
 	command -v gpg >/dev/null || missing="$$missing gnupg"; \
 	command -v chromium >/dev/null || missing="$$missing chromium"; \
 	command -v rsync >/dev/null || missing="$$missing rsync"; \
+	command -v buildah >/dev/null || missing="$$missing buildah"; \
+	command -v debootstrap >/dev/null || missing="$$missing debootstrap"; \
 	if [ -n "$$missing" ]; then \
 	  echo "setup: installing Debian packages:$$missing"; \
 	  if ! { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; }; then \
@@ -66,6 +68,13 @@ world: setup
 
 bench: setup bench-binaries
 	$(PY) -m bench.run
+
+# The container image (deploy/Containerfile) with buildah (vfs, chroot isolation) on a base
+# debootstrapped once; cached in ~/.cache/lockgate, rebuilt only when an input changes.
+# IMAGE_PUSH=host:port/repo:tag pushes it there (plain http unless IMAGE_TLS_VERIFY=1).
+IMAGE_PUSH ?=
+image: setup
+	$(PY) -m tests.world.image $(if $(IMAGE_PUSH),--push $(IMAGE_PUSH)) $(if $(IMAGE_TLS_VERIFY),--tls-verify)
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache
