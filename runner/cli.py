@@ -21,6 +21,7 @@ from lockgate import registry
 from lockgate.errors import Abandoned, LockgateError, UsageError
 from lockgate.redact import scrub
 from lockgate.signing.options import VerifyOptions
+from runner.kube.client import Kube
 from runner.pipeline import config, report
 from runner.pipeline import reconcile as pipeline
 from runner.pipeline.result import Result
@@ -69,6 +70,7 @@ from runner.serve.notify import notifier as notify
     help="Decrypt SOPS-encrypted objects with the age keys in this Secret's *.agekey entries "
     "(runner namespace), as Flux's --decryption-secret.",
 )
+@click.option("--context", help="The kubeconfig context to use (default: the current context).")
 @click.option("--config", "config_path", type=click.Path(path_type=Path), help="A file of Sync documents.")
 @click.option("--output", "-o", type=click.Choice(["table", "json"]), default="table", show_default=True)
 def reconcile(
@@ -95,6 +97,7 @@ def reconcile(
     concurrency: int,
     kubeconfig: Path | None,
     decryption_secret: str | None,
+    context: str | None,
     config_path: Path | None,
     output: str,
 ) -> None:
@@ -136,22 +139,24 @@ def reconcile(
         syncs, cluster = [sync], ""
     # notifications (``--config`` syncs with ``notify``) are sent in the background and flushed
     # with a short deadline at the end; they never fail the pass
-    notifier = notify.one_shot(kubeconfig, cluster=cluster)
+    # one client for the whole command, so --context chooses it once for every pass
+    kube = Kube.from_kubeconfig(kubeconfig, context=context)
+    notifier = notify.one_shot(kubeconfig, cluster=cluster, client=kube)
     if any(sync.notify for sync in syncs):  # a notification given up is logged to stderr
         log_mod.configure("text", level=logging.WARNING)
     if config_path is not None and not dry_run:
         # the CronJob mode: each pass under its sync's Lease, as ``serve`` runs them
-        keeper = leases.LeaseKeeper.from_kubeconfig(kubeconfig)
+        keeper = leases.LeaseKeeper(kube)
 
         def one(sync: pipeline.SyncOptions) -> Result:
             def run(hook: Callable[[Result], None] | None) -> Result:
-                return leases.reconcile(keeper, sync, kubeconfig=kubeconfig, applying=hook)
+                return leases.reconcile(keeper, sync, kube=kube, applying=hook)
 
             return notifier.around(sync, run)
 
         results = [one(sync) for sync in syncs]
     else:
-        results = [pipeline.reconcile(sync, kubeconfig=kubeconfig) for sync in syncs]
+        results = [pipeline.reconcile(sync, kube=kube) for sync in syncs]
     notifier.flush()
     if output == "json":
         docs = [r.to_json() for r in results]
@@ -165,7 +170,7 @@ def reconcile(
 
 
 #: flags that work with ``--config`` too; every other flag describes the one sync of a URL
-_CONFIG_FLAGS = frozenset({"config_path", "dry_run", "kubeconfig", "output"})
+_CONFIG_FLAGS = frozenset({"config_path", "dry_run", "kubeconfig", "context", "output"})
 
 
 def _flag(param: str) -> str:

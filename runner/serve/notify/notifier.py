@@ -247,13 +247,14 @@ class Notifier:
         return reader.read(provider.secret_ref, field=SECRET_FIELD)
 
 
-def one_shot(kubeconfig: Path | None, *, cluster: str = "") -> Notifier:
-    """A ``Notifier`` for ``lockgate reconcile``: ``flush`` it before exiting."""
-    client: list[Kube] = []
+def one_shot(kubeconfig: Path | None, *, cluster: str = "", client: Kube | None = None) -> Notifier:
+    """A ``Notifier`` for ``lockgate reconcile``: ``flush`` it before exiting (``client``: the
+    command's own client, else one made from ``kubeconfig`` when a Secret is first read)."""
+    made: list[Kube] = [client] if client is not None else []
 
     def kube() -> Kube:
-        if not client:
-            client.append(Kube.from_kubeconfig(kubeconfig))
-        return client[0]
+        if not made:
+            made.append(Kube.from_kubeconfig(kubeconfig))
+        return made[0]
 
     return Notifier(delivery.Queue(), kube=kube, cluster=cluster)
