@@ -232,6 +232,14 @@ COMPONENTS: dict[str, GoComponent] = {
             staging_version="v1.9.5",
             bench_only=True,
         ),
+        # the linter of action.yml and the workflows (tests/unit/test_action_lint.py)
+        GoComponent(
+            name="actionlint",
+            module="github.com/rhysd/actionlint",
+            version="v1.7.12",
+            programs={"actionlint": "github.com/rhysd/actionlint/cmd/actionlint"},
+            ldflags=("-X github.com/rhysd/actionlint.version=v1.7.12",),
+        ),
     )
 }
 
