@@ -164,10 +164,10 @@ def run_workflow(
         if secrets:
             secret_file.write_text("".join(f"{k}={json.dumps(v)}\n" for k, v in secrets.items()))
         argv += ["--secret-file", str(secret_file)]
-        for key, value in (inputs or {}).items():
-            argv += ["--input", f"{key}={value}"]
-        for key, value in (env or {}).items():
-            argv += ["--env", f"{key}={value}"]
+        for key, text in (inputs or {}).items():
+            argv += ["--input", f"{key}={text}"]
+        for key, text in (env or {}).items():
+            argv += ["--env", f"{key}={text}"]
         argv += list(extra_args)
         proc = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL)
     entries: list[dict[str, Any]] = []

