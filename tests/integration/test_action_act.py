@@ -44,22 +44,6 @@ def git(cwd: Path, *args: str) -> str:
     ).stdout
 
 
-def make_repo(path: Path, files: dict[str, str], workflows: list[Path]) -> str:
-    """A git repository on main holding ``files`` and ``workflows`` in .github/workflows; its sha."""
-    path.mkdir(parents=True)
-    for name, text in files.items():
-        (path / name).parent.mkdir(parents=True, exist_ok=True)
-        (path / name).write_text(text)
-    for workflow in workflows:
-        target = path / ".github" / "workflows" / workflow.name
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(workflow.read_text())
-    git(path, "init", "--quiet", "--initial-branch=main")
-    git(path, "add", ".")
-    git(path, "commit", "--quiet", "-m", "seed")
-    return git(path, "rev-parse", "HEAD").strip()
-
-
 @pytest.fixture(scope="module")
 def action_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return act.stage_action(tmp_path_factory.mktemp("action"))
@@ -70,10 +54,16 @@ def lockgate(*args: str) -> subprocess.CompletedProcess[str]:
 
 
 def test_publish_pushes_signs_with_a_key_and_sets_the_outputs(
-    registry: Registry, unique: str, tmp_path: Path, action_dir: Path
+    auth_registry: Registry, unique: str, tmp_path: Path, action_dir: Path
 ) -> None:
-    """publish.yml: a path with a space, a tag list, an annotation full of quotes, key signing
-    with the key's PEM and password passed as secrets; outputs, summary and registry agree."""
+    """publish.yml against a registry with basic auth: a path with a space, a tag list, an
+    annotation full of quotes, key signing with the key's PEM and password passed as secrets,
+    registry credentials through the environment only; outputs, summary and registry agree."""
+    registry = auth_registry
+    assert registry.username is not None and registry.password is not None
+    creds = f"{registry.username}:{registry.password}"
+    docker_config = Path.home() / ".docker" / "config.json"
+    config_before = docker_config.read_bytes() if docker_config.exists() else None
     keys = tmp_path / "keys"
     keys.mkdir()
     password = "pass word 'with' quotes"
@@ -85,7 +75,7 @@ def test_publish_pushes_signs_with_a_key_and_sets_the_outputs(
     )
     assert made.returncode == 0, made.stderr
     repo = tmp_path / "repo"
-    sha = make_repo(
+    sha = act.make_repo(
         repo, {"my deploy/web.yaml": CONFIGMAP.format("blue")}, [ROOT / ".github/workflows/publish.yml"]
     )
     url = registry.oci(unique, ":main")
@@ -99,8 +89,10 @@ def test_publish_pushes_signs_with_a_key_and_sets_the_outputs(
             "tags": "v1.0.0, stable",
             "annotations": f"org.example/note={AWKWARD}",
             "sign": "key",
+            "registry-username": registry.username,
         },
         secrets={
+            "REGISTRY_PASSWORD": registry.password,
             "LOCKGATE_SIGNING_KEY": (keys / "cosign.key").read_text(),
             "LOCKGATE_SIGNING_PASSWORD": password,
         },
@@ -110,7 +102,9 @@ def test_publish_pushes_signs_with_a_key_and_sets_the_outputs(
     assert run.code == 0, run.tail()
     outputs = run.outputs("push", job="publish")
     ref = registry_mod.parse(url)
-    client = registry_mod.RegistryClient.for_reference(ref)
+    client = registry_mod.RegistryClient.for_reference(
+        ref, credentials=registry_mod.Credentials.from_flag(creds)
+    )
     digest = client.head_manifest(unique, "main")
     assert outputs["digest"] == digest
     assert outputs["url"] == f"oci://{registry.host}/{unique}@{digest}"
@@ -120,12 +114,14 @@ def test_publish_pushes_signs_with_a_key_and_sets_the_outputs(
     assert json.loads(outputs["json"])["tags"] == ["main", "v1.0.0", "stable"]
     for tag in ("v1.0.0", "stable"):
         assert client.head_manifest(unique, tag) == digest
-    inspected = lockgate("inspect", url, "--output", "json")
+    inspected = lockgate("inspect", url, "--output", "json", "--creds", creds)
     assert inspected.returncode == 0, inspected.stderr
     annotations = json.loads(inspected.stdout)["annotations"]
     assert annotations["org.example/note"] == AWKWARD
     assert "web.yaml" in inspected.stdout
-    verified = lockgate("verify", url, "--key", str(keys / "cosign.pub"), "--output", "json")
+    verified = lockgate(
+        "verify", url, "--key", str(keys / "cosign.pub"), "--output", "json", "--creds", creds
+    )
     assert verified.returncode == 0, verified.stderr
     assert json.loads(verified.stdout)["digest"] == digest
     summary = "\n".join(run.summaries(job="publish"))
@@ -136,6 +132,9 @@ def test_publish_pushes_signs_with_a_key_and_sets_the_outputs(
     assert password not in log
     body = (keys / "cosign.key").read_text().splitlines()[1]
     assert body not in log
+    assert registry.password not in log
+    # no Docker config was written for the credentials
+    assert (docker_config.read_bytes() if docker_config.exists() else None) == config_before
 
 
 def test_pr_diff_writes_the_object_diff_into_the_job_summary(
@@ -148,7 +147,7 @@ def test_pr_diff_writes_the_object_diff_into_the_job_summary(
     pushed = lockgate("push", str(published), url)
     assert pushed.returncode == 0, pushed.stderr
     repo = tmp_path / "repo"
-    make_repo(
+    act.make_repo(
         repo,
         {
             "deploy/web.yaml": CONFIGMAP.format("green"),
@@ -221,7 +220,7 @@ def test_refusals_fail_the_step_with_an_annotation_naming_the_cause(
     """One act run, three jobs that must fail: a manifest error (annotated with file and
     line), a missing required input, keyless signing in a job without ``id-token: write``."""
     repo = tmp_path / "repo"
-    make_repo(
+    act.make_repo(
         repo,
         {
             "broken/ok.yaml": CONFIGMAP.format("blue"),

