@@ -94,3 +94,9 @@ def test_actionlint_catches_an_unknown_input(tmp_path: Path) -> None:
     )
     result = subprocess.run([actionlint, "-no-color"], cwd=project, capture_output=True, text=True)
     assert result.returncode != 0 and 'input "anotations" is not defined' in result.stdout
+
+
+def test_the_reference_page_documents_every_input_and_output() -> None:
+    page = (ROOT / "docs" / "github-action.md").read_text()
+    for name in [spec.name for spec in INPUTS] + list(OUTPUTS):
+        assert f"| `{name}` |" in page, f"docs/github-action.md has no table row for {name}"
