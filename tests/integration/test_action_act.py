@@ -23,6 +23,7 @@ from lockgate import registry as registry_mod
 from tests.integration.images_support import native_config, seed_tags
 from tests.world import act
 from tests.world.gitremote import GitRemote
+from tests.world.kube import Cluster
 from tests.world.registry import Registry
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -78,6 +79,8 @@ def test_publish_pushes_signs_with_a_key_and_sets_the_outputs(
     sha = act.make_repo(
         repo, {"my deploy/web.yaml": CONFIGMAP.format("blue")}, [ROOT / ".github/workflows/publish.yml"]
     )
+    # act derives github.repository from the origin remote (nothing is fetched from it)
+    git(repo, "remote", "add", "origin", "https://github.com/example-org/app.git")
     url = registry.oci(unique, ":main")
 
     run = act.run_workflow(
@@ -118,6 +121,9 @@ def test_publish_pushes_signs_with_a_key_and_sets_the_outputs(
     assert inspected.returncode == 0, inspected.stderr
     annotations = json.loads(inspected.stdout)["annotations"]
     assert annotations["org.example/note"] == AWKWARD
+    # Flux's provenance, from the GitHub context
+    assert annotations["org.opencontainers.image.source"] == "https://github.com/example-org/app"
+    assert annotations["org.opencontainers.image.revision"] == f"main@sha1:{sha}"
     assert "web.yaml" in inspected.stdout
     verified = lockgate(
         "verify", url, "--key", str(keys / "cosign.pub"), "--output", "json", "--creds", creds
@@ -247,3 +253,62 @@ def test_refusals_fail_the_step_with_an_annotation_naming_the_cause(
     # all three stopped before pushing anything
     client = registry_mod.RegistryClient.for_reference(registry_mod.parse(url))
     assert client.head_manifest(unique, "main") is None
+
+
+def test_verify_then_reconcile_the_semver_range_into_the_cluster(
+    cluster: Cluster, registry: Registry, unique: str, tmp_path: Path, action_dir: Path
+) -> None:
+    """verify with a public key, then reconcile ``>=1.0.0 <2.0.0`` (one value with spaces) with
+    the signature check: the 1.x release is applied, not 2.0.0."""
+    password = "pw"
+    keys = tmp_path / "keys"
+    keys.mkdir()
+    env = {"LOCKGATE_PASSWORD": password, "PATH": "/usr/bin:/bin"}
+    made = subprocess.run(
+        [*LOCKGATE, "keygen", "--output-key-prefix", str(keys / "cosign")],
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    assert made.returncode == 0, made.stderr
+    digests = {}
+    for tag in ("1.0.0", "1.2.0", "2.0.0"):
+        tree = tmp_path / tag
+        tree.mkdir()
+        (tree / "cm.yaml").write_text(
+            CONFIGMAP.replace("web", unique).replace("default", "default").format(tag)
+        )
+        pushed = subprocess.run(
+            [*LOCKGATE, "push", str(tree), registry.oci(unique, f":{tag}"), "--sign", "key",
+             "--key", str(keys / "cosign.key"), "--output", "json"],
+            env=env, capture_output=True, text=True, cwd=tmp_path,
+        )  # fmt: skip
+        assert pushed.returncode == 0, pushed.stderr
+        digests[tag] = json.loads(pushed.stdout)["digest"]
+    repo = tmp_path / "repo"
+    act.make_repo(repo, {"README": "delivery\n"}, [ROOT / "tests/data/act/verify-reconcile.yml"])
+
+    run = act.run_workflow(
+        repo,
+        ".github/workflows/verify-reconcile.yml",
+        env={
+            "LOCKGATE_TEST_URL": registry.oci(unique, ":1.0.0"),
+            "LOCKGATE_TEST_PUBLIC_KEY": str(keys / "cosign.pub"),
+            "LOCKGATE_TEST_REPOSITORY": registry.oci(unique),
+            "LOCKGATE_TEST_NAME": unique,
+            "KUBECONFIG": str(cluster.kubeconfig),
+        },
+        action=action_dir,
+    )
+
+    assert run.code == 0, run.tail()
+    verified = run.outputs("verify", job="deliver")
+    assert verified["digest"] == digests["1.0.0"] and verified["signed-by"].startswith("key ")
+    applied = run.outputs("reconcile", job="deliver")
+    assert applied["digest"] == digests["1.2.0"]
+    assert applied["revision"] == f"1.2.0@{digests['1.2.0']}"
+    assert applied["changed"] == "true"
+    live = cluster.kubectl("get", "configmap", unique, "-n", "default", "-o", "json")
+    assert json.loads(live.stdout)["data"] == {"color": "1.2.0"}
+    summaries = run.summaries(job="deliver")
+    assert any("1 created" in text and f"ConfigMap/default/{unique}" in text for text in summaries), summaries
