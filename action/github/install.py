@@ -5,8 +5,9 @@ yet). The venv lives under ``$RUNNER_TOOL_CACHE/lockgate/<version>-<key>`` (else
 ``$RUNNER_TEMP``), where the key hashes ``pyproject.toml`` and every file of the packages,
 so a runner that already installed this exact lockgate reuses it, and a changed checkout
 never runs stale code. A stamp file marks a complete install; a lock file serialises two
-jobs installing at once on one self-hosted runner. Prints ``python=<venv python>`` and the
-bin directory for ``$GITHUB_PATH``.
+jobs installing at once on one self-hosted runner. Writes ``python=<venv python>`` to
+``$GITHUB_OUTPUT`` and, to ``$GITHUB_PATH``, a directory holding only a ``lockgate`` link (the
+venv's ``bin`` would also put its ``python`` and ``pip`` ahead of the job's own).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from pathlib import Path
 
 PACKAGES = ("lockgate", "action", "runner")
 STAMP = ".lockgate-complete"
+MINIMUM_PYTHON = (3, 11)
 
 
 def version(source: Path) -> str:
@@ -70,6 +72,9 @@ def install(source: Path, python: str, env: Mapping[str, str]) -> tuple[Path, bo
             ],
             check=True,
         )
+        path_dir = target / "path"
+        path_dir.mkdir()
+        (path_dir / "lockgate").symlink_to(target / "bin" / "lockgate")
         (target / STAMP).write_text(f"{version(source)} {source_key(source)}\n")
         return target, False
 
@@ -79,6 +84,14 @@ def main(argv: list[str]) -> int:
         print("usage: install.py ACTION_PATH PYTHON", file=sys.stderr)
         return 2
     source, python = Path(argv[0]).resolve(), argv[1]
+    if sys.version_info < MINIMUM_PYTHON:
+        found = ".".join(map(str, sys.version_info[:3]))
+        print(
+            f"::error title=lockgate install::lockgate needs Python >= 3.11 and {python} is {found}: "
+            "set the action's `python` input to a newer interpreter (or run actions/setup-python first)",
+            flush=True,
+        )
+        return 1
     try:
         target, reused = install(source, python, os.environ)
     except subprocess.CalledProcessError as exc:
@@ -88,8 +101,8 @@ def main(argv: list[str]) -> int:
         f"lockgate {version(source)} {'reused from' if reused else 'installed into'} {target}",
         file=sys.stderr,
     )
-    bin_dir = target / "bin"
-    for name, text in (("GITHUB_OUTPUT", f"python={bin_dir / 'python'}\n"), ("GITHUB_PATH", f"{bin_dir}\n")):
+    outputs = f"python={target / 'bin' / 'python'}\n"
+    for name, text in (("GITHUB_OUTPUT", outputs), ("GITHUB_PATH", f"{target / 'path'}\n")):
         path = os.environ.get(name)
         if path:
             with open(path, "a", encoding="utf-8") as stream:

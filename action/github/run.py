@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import IO
 
 from action.github import commands, plan, report
-from action.github.inputs import Inputs
+from action.github.inputs import ENV_PREFIX, Inputs
 from lockgate.errors import LockgateError
 
 
@@ -40,7 +40,8 @@ def _tee(source: IO[str], sink: list[str]) -> None:
 
 
 def _execute(invocation: plan.Invocation, env: Mapping[str, str]) -> tuple[int, str, str]:
-    child_env = {**env, **invocation.env}
+    # the inputs (credentials among them) stay with this process; the child gets the plan's
+    child_env = {k: v for k, v in env.items() if not k.startswith(ENV_PREFIX)} | dict(invocation.env)
     proc = subprocess.Popen(
         [sys.executable, "-m", "lockgate", *invocation.argv],
         env=child_env,
