@@ -189,7 +189,7 @@ class Inputs:
                 for line in value.splitlines()
                 if len(line.strip()) > 3 and not line.startswith("-----")
             )
-        return found
+        return list(dict.fromkeys(found))
 
 
 def is_pem(value: str) -> bool:
