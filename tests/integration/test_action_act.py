@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from lockgate import registry as registry_mod
-from tests.integration.images_support import native_config, seed_tags
+from tests.integration.images_support import GitHubStandIn, native_config, seed_tags
 from tests.world import act
 from tests.world.gitremote import GitRemote
 from tests.world.kube import Cluster
@@ -174,9 +174,12 @@ def test_pr_diff_writes_the_object_diff_into_the_job_summary(
     assert "ConfigMap" in summary and "extra" in summary
 
 
-def test_image_updates_lands_a_commit_on_the_remote(
-    registry: Registry, git_remote: GitRemote, unique: str, tmp_path: Path, action_dir: Path
-) -> None:
+def _automation_checkout(
+    registry: Registry, git_remote: GitRemote, unique: str, tmp_path: Path
+) -> tuple[str, Path]:
+    """A remote repository with a native ImageAutomation, one marked file and image-updates.yml
+    on main, and a fresh clone of it (what actions/checkout would leave); tags 1.0.0, 1.2.0
+    and 2.0.0-rc.1 in the registry."""
     seed_tags(registry.host, unique, ["1.0.0", "1.2.0", "2.0.0-rc.1"])
     url = git_remote.create(unique)
     seed = tmp_path / "seed"
@@ -195,6 +198,13 @@ def test_image_updates_lands_a_commit_on_the_remote(
     git(seed, "push", "--quiet", "origin", "HEAD:refs/heads/main")
     work = tmp_path / "work"
     git(tmp_path, "clone", "--quiet", "--branch", "main", url, str(work))
+    return url, work
+
+
+def test_image_updates_lands_a_commit_on_the_remote(
+    registry: Registry, git_remote: GitRemote, unique: str, tmp_path: Path, action_dir: Path
+) -> None:
+    url, work = _automation_checkout(registry, git_remote, unique, tmp_path)
 
     run = act.run_workflow(work, ".github/workflows/image-updates.yml", action=action_dir)
 
@@ -312,3 +322,34 @@ def test_verify_then_reconcile_the_semver_range_into_the_cluster(
     assert json.loads(live.stdout)["data"] == {"color": "1.2.0"}
     summaries = run.summaries(job="deliver")
     assert any("1 created" in text and f"ConfigMap/default/{unique}" in text for text in summaries), summaries
+
+
+def test_image_updates_as_a_pull_request(
+    registry: Registry, git_remote: GitRemote, unique: str, tmp_path: Path, action_dir: Path
+) -> None:
+    """pr: true with branch: the update is pushed to the branch and one pull request opened.
+    GitHub's REST API is played by GitHubStandIn, a local HTTP endpoint that records the calls;
+    the token is the job's ``github.token`` (act takes it from the GITHUB_TOKEN secret)."""
+    url, work = _automation_checkout(registry, git_remote, unique, tmp_path)
+    token = "ghs_act-token-5c1f"
+    with GitHubStandIn().running() as github:
+        run = act.run_workflow(
+            work,
+            ".github/workflows/image-updates.yml",
+            inputs={"branch": "image-updates", "pr": "true"},
+            secrets={"GITHUB_TOKEN": token},
+            env={"GITHUB_API_URL": github.url, "GITHUB_REPOSITORY": "acme/app"},
+            action=action_dir,
+        )
+        assert run.code == 0, run.tail()
+        methods = [(c["method"], c["path"]) for c in github.calls]
+        assert methods == [("GET", "/repos/acme/app/pulls"), ("POST", "/repos/acme/app/pulls")]
+        assert all(c["authorization"] == f"Bearer {token}" for c in github.calls)
+    body = github.calls[1]["body"]
+    assert isinstance(body, dict) and (body["head"], body["base"]) == ("image-updates", "main")
+    check = tmp_path / "check"
+    git(tmp_path, "clone", "--quiet", "--branch", "image-updates", url, str(check))
+    assert f"{registry.host}/{unique}:1.2.0" in (check / "deploy" / "app.yaml").read_text()
+    summary = "\n".join(run.summaries(job="images"))
+    assert "Pull request [#1](https://github.test/pull/1) opened." in summary
+    assert token not in run.text()
