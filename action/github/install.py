@@ -5,9 +5,12 @@ yet). The venv lives under ``$RUNNER_TOOL_CACHE/lockgate/<version>-<key>`` (else
 ``$RUNNER_TEMP``), where the key hashes ``pyproject.toml`` and every file of the packages,
 so a runner that already installed this exact lockgate reuses it, and a changed checkout
 never runs stale code. A stamp file marks a complete install; a lock file serialises two
-jobs installing at once on one self-hosted runner. Writes ``python=<venv python>`` to
-``$GITHUB_OUTPUT`` and, to ``$GITHUB_PATH``, a directory holding only a ``lockgate`` link (the
-venv's ``bin`` would also put its ``python`` and ``pip`` ahead of the job's own).
+jobs installing at once on one self-hosted runner. Only the ``KEEP`` most recently used venvs
+are kept: older ones are removed when nobody holds their lock (the run step holds it shared
+while lockgate runs), so a runner that sees many versions does not fill its disk. Writes
+``python=<venv python>`` to ``$GITHUB_OUTPUT`` and, to ``$GITHUB_PATH``, a directory holding
+only a ``lockgate`` link (the venv's ``bin`` would also put its ``python`` and ``pip`` ahead
+of the job's own).
 """
 
 from __future__ import annotations
@@ -25,6 +28,31 @@ from pathlib import Path
 PACKAGES = ("lockgate", "action", "runner")
 STAMP = ".lockgate-complete"
 MINIMUM_PYTHON = (3, 11)
+#: venvs kept in the cache (the one in use included)
+KEEP = 3
+
+
+def lock_path(venv: Path) -> Path:
+    return venv.parent / f"{venv.name}.lock"
+
+
+def prune(cache: Path, current: Path, keep: int = KEEP) -> list[Path]:
+    """Remove all but the ``keep`` most recently used venvs in ``cache``, skipping any in use."""
+    venvs = sorted(
+        (p for p in cache.iterdir() if (p / STAMP).is_file() and p != current),
+        key=lambda p: (p / STAMP).stat().st_mtime,
+        reverse=True,
+    )
+    removed = []
+    for old in venvs[max(keep - 1, 0) :]:
+        with open(lock_path(old), "a") as lock:
+            try:
+                fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                continue  # installing or running right now
+            shutil.rmtree(old, ignore_errors=True)
+            removed.append(old)
+    return removed
 
 
 def version(source: Path) -> str:
@@ -54,9 +82,10 @@ def install(source: Path, python: str, env: Mapping[str, str]) -> tuple[Path, bo
     """The venv for ``source`` (created if missing) and whether it was reused."""
     target = venv_dir(source, env)
     target.parent.mkdir(parents=True, exist_ok=True)
-    with open(target.parent / f"{target.name}.lock", "w") as lock:
+    with open(lock_path(target), "a") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if (target / STAMP).is_file():
+            (target / STAMP).touch()
             return target, True
         shutil.rmtree(target, ignore_errors=True)
         subprocess.run([python, "-m", "venv", str(target)], check=True)
@@ -101,6 +130,8 @@ def main(argv: list[str]) -> int:
         f"lockgate {version(source)} {'reused from' if reused else 'installed into'} {target}",
         file=sys.stderr,
     )
+    for old in prune(target.parent, target):
+        print(f"removed the unused {old}", file=sys.stderr)
     outputs = f"python={target / 'bin' / 'python'}\n"
     for name, text in (("GITHUB_OUTPUT", outputs), ("GITHUB_PATH", f"{target / 'path'}\n")):
         path = os.environ.get(name)

@@ -9,6 +9,7 @@ the Job Summary to ``$GITHUB_STEP_SUMMARY`` and the annotations to stdout.
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import shlex
@@ -16,7 +17,8 @@ import subprocess
 import sys
 import tempfile
 import threading
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
 from typing import IO
 
@@ -37,6 +39,19 @@ def _tee(source: IO[str], sink: list[str]) -> None:
         sink.append(line)
         sys.stderr.write(line)
         sys.stderr.flush()
+
+
+@contextmanager
+def _in_use() -> Iterator[None]:
+    """Hold the venv's lock shared while lockgate runs, so the installer never prunes it."""
+    venv = Path(sys.prefix)
+    lock_file = venv.parent / f"{venv.name}.lock"
+    if not lock_file.is_file():
+        yield
+        return
+    with open(lock_file) as lock:
+        fcntl.flock(lock, fcntl.LOCK_SH)
+        yield
 
 
 def _execute(invocation: plan.Invocation, env: Mapping[str, str]) -> tuple[int, str, str]:
@@ -87,7 +102,8 @@ def run(env: Mapping[str, str]) -> int:
             with os.fdopen(descriptor, "w") as stream:
                 stream.write(text)
         _print(f"lockgate {shlex.join(invocation.argv)}")
-        code, out, err = _execute(invocation, env)
+        with _in_use():
+            code, out, err = _execute(invocation, env)
     return _finish(inputs, invocation, env, code, out, err)
 
 

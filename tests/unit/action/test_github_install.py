@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import fcntl
+import os
 import shutil
 from pathlib import Path
 
@@ -37,3 +39,29 @@ def test_venv_lives_in_the_tool_cache_under_version_and_key(tmp_path: Path) -> N
     assert target == Path("/opt/cache/lockgate") / f"1.2.3-{install.source_key(tree)}"
     assert install.venv_dir(tree, {"RUNNER_TEMP": "/tmp/x"}).parent == Path("/tmp/x/lockgate")
     assert install.version(ROOT) != "0"
+
+
+def _venv(cache: Path, name: str, used: float) -> Path:
+    venv = cache / name
+    venv.mkdir(parents=True)
+    (venv / install.STAMP).write_text("x\n")
+    os.utime(venv / install.STAMP, (used, used))
+    return venv
+
+
+def test_prune_keeps_the_most_recently_used_and_those_in_use(tmp_path: Path) -> None:
+    cache = tmp_path / "lockgate"
+    current = _venv(cache, "0.1.0-current", 1)  # in use now, whatever its stamp says
+    recent = _venv(cache, "0.1.0-recent", 100)
+    busy = _venv(cache, "0.1.0-busy", 20)
+    old = _venv(cache, "0.1.0-old", 10)
+    next_ = _venv(cache, "0.1.0-next", 50)
+    (cache / "not-a-venv").mkdir()
+    with open(install.lock_path(busy), "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_SH)  # a run step of that version is running
+        removed = install.prune(cache, current, keep=3)
+    assert removed == [old]
+    assert sorted(p.name for p in cache.iterdir() if p.is_dir()) == [
+        "0.1.0-busy", "0.1.0-current", "0.1.0-next", "0.1.0-recent", "not-a-venv",
+    ]  # fmt: skip
+    assert next_.is_dir() and recent.is_dir()
