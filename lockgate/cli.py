@@ -17,6 +17,7 @@ import click
 
 from lockgate import __version__
 from lockgate.errors import ExitCode, LockgateError, NotImplementedYet
+from lockgate.paths import os_error_message
 from lockgate.redact import scrub
 
 #: every command of the tree, with its one-line summary
@@ -106,6 +107,11 @@ def main(argv: list[str] | None = None) -> int:
         return exc.exit_code
     except click.exceptions.Exit as exc:
         return exc.exit_code
+    except OSError as exc:
+        # a path that turned out unreadable or unwritable after the up-front checks
+        message, code = os_error_message(exc)
+        click.echo(f"error: {scrub(message)}", err=True)
+        return int(code)
     return 0
 
 

@@ -8,6 +8,7 @@ skipped; the same object twice is refused. Errors name the file and the line.
 from __future__ import annotations
 
 import functools
+import os
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -68,29 +69,52 @@ class K8sObject:
         return f"{self.file}:{self.line}"
 
 
+def _raise_os_error(exc: OSError) -> NoReturn:
+    raise exc
+
+
 def yaml_files(root: Path) -> list[Path]:
     """The YAML files of ``root`` (itself if a file), sorted, skipping hidden directories."""
     if root.is_file():
         return [root]
     if not root.is_dir():
         raise RenderError(f"{root}: no such file or directory")
-    found = [
-        p
-        for p in root.rglob("*")
-        if p.suffix in YAML_SUFFIXES
-        and p.is_file()
-        and not any(part.startswith(".") for part in p.relative_to(root).parts)
-    ]
+    found: list[Path] = []
+    # os.walk with onerror: an unreadable directory is an error, not silently nothing
+    # (rglob skips it, so a diff would show everything as deleted)
+    for dirpath, dirnames, filenames in os.walk(root, onerror=_raise_os_error):
+        dirnames[:] = [d for d in dirnames if not d.startswith(".")]
+        here = Path(dirpath)
+        found.extend(
+            here / name
+            for name in filenames
+            if Path(name).suffix in YAML_SUFFIXES and not name.startswith(".") and (here / name).is_file()
+        )
     return sorted(found)
 
 
 _Loader: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
-def _raise(exc: yaml.YAMLError, file: str) -> NoReturn:
+def _is_tab(text: str, line: int, column: int) -> bool:
+    """Whether the error sits on a tab: at the column, or in the line's indentation."""
+    lines = text.splitlines()
+    if line >= len(lines):
+        return False
+    here = lines[line]
+    indent = here[: len(here) - len(here.lstrip(" \t"))]
+    return here[column : column + 1] == "\t" or "\t" in indent
+
+
+def _raise(exc: yaml.YAMLError, file: str, text: str) -> NoReturn:
     if isinstance(exc, yaml.MarkedYAMLError):
         mark = exc.problem_mark or exc.context_mark
         where = f"{file}:{mark.line + 1}:{mark.column + 1}" if mark else file
+        if mark is not None and _is_tab(text, mark.line, mark.column):
+            # PyYAML says "found character '\t' that cannot start any token" or similar
+            raise RenderError(
+                f"{where}: invalid YAML: a tab character; YAML indents with spaces, not tabs"
+            ) from None
         raise RenderError(f"{where}: invalid YAML: {exc.problem or exc.context}") from None
     raise RenderError(f"{file}: invalid YAML: {exc}") from None
 
@@ -102,7 +126,7 @@ def parse_documents(text: str, file: str) -> list[tuple[int, Any]]:
     except fastyaml.Unsupported:
         pass
     except yaml.YAMLError as exc:
-        _raise(exc, file)
+        _raise(exc, file, text)
     loader = _Loader(text)
     docs: list[tuple[int, Any]] = []
     try:
@@ -111,7 +135,7 @@ def parse_documents(text: str, file: str) -> list[tuple[int, Any]]:
             if node is not None:
                 docs.append((node.start_mark.line + 1, loader.construct_document(node)))
     except yaml.YAMLError as exc:
-        _raise(exc, file)
+        _raise(exc, file, text)
     finally:
         loader.dispose()
     return docs
@@ -123,7 +147,7 @@ def check_syntax(text: str, file: str) -> None:
         for _ in yaml.parse(text, Loader=_Loader):
             pass
     except yaml.YAMLError as exc:
-        _raise(exc, file)
+        _raise(exc, file, text)
 
 
 def _objects(doc: Any, file: str, line: int) -> Iterable[K8sObject]:

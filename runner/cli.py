@@ -10,15 +10,23 @@ Thin: flags become ``SyncOptions`` (``pipeline.config``), each pass is one
 from __future__ import annotations
 
 import json
+import logging
+from collections.abc import Callable
 from pathlib import Path
 
 import click
+from click.core import ParameterSource
 
+from lockgate import registry
 from lockgate.errors import Abandoned, LockgateError, UsageError
+from lockgate.redact import scrub
 from lockgate.signing.options import VerifyOptions
 from runner.pipeline import config, report
 from runner.pipeline import reconcile as pipeline
+from runner.pipeline.result import Result
 from runner.serve import leases
+from runner.serve import log as log_mod
+from runner.serve.notify import notifier as notify
 
 
 @click.command("reconcile")
@@ -46,9 +54,20 @@ from runner.serve import leases
 )
 @click.option("--allow-mass-prune", is_flag=True, help="Allow pruning every object or more than the share.")
 @click.option("--max-prune-share", type=float, default=0.5, show_default=True, help="Largest share prunable.")
-@click.option("--concurrency", type=int, default=8, show_default=True, help="Concurrent API requests.")
+@click.option(
+    "--concurrency",
+    type=click.IntRange(min=1),
+    default=8,
+    show_default=True,
+    help="Concurrent API requests.",
+)
 @click.option(
     "--kubeconfig", type=click.Path(path_type=Path), help="Kubeconfig (default $KUBECONFIG, in-cluster)."
+)
+@click.option(
+    "--decryption-secret",
+    help="Decrypt SOPS-encrypted objects with the age keys in this Secret's *.agekey entries "
+    "(runner namespace), as Flux's --decryption-secret.",
 )
 @click.option("--config", "config_path", type=click.Path(path_type=Path), help="A file of Sync documents.")
 @click.option("--output", "-o", type=click.Choice(["table", "json"]), default="table", show_default=True)
@@ -75,14 +94,15 @@ def reconcile(
     max_prune_share: float,
     concurrency: int,
     kubeconfig: Path | None,
+    decryption_secret: str | None,
     config_path: Path | None,
     output: str,
 ) -> None:
     """Pull a verified artifact and converge the cluster (one pass)."""
+    _check_flag_combinations(click.get_current_context(), url, semver)
     if config_path is not None:
-        if url or name:
-            raise UsageError("--config cannot be combined with a URL or --name")
-        syncs = config.load(config_path, dry_run=dry_run).syncs
+        loaded = config.load(config_path, dry_run=dry_run)
+        syncs, cluster = loaded.syncs, loaded.runner.cluster_name
     else:
         if not url or not name:
             raise UsageError("reconcile needs an oci:// URL and --name (or --config FILE)")
@@ -111,14 +131,28 @@ def reconcile(
             allow_mass_prune=allow_mass_prune,
             max_prune_share=max_prune_share,
             concurrency=concurrency,
+            decryption_secret=decryption_secret,
         )
-        syncs = [sync]
+        syncs, cluster = [sync], ""
+    # notifications (``--config`` syncs with ``notify``) are sent in the background and flushed
+    # with a short deadline at the end; they never fail the pass
+    notifier = notify.one_shot(kubeconfig, cluster=cluster)
+    if any(sync.notify for sync in syncs):  # a notification given up is logged to stderr
+        log_mod.configure("text", level=logging.WARNING)
     if config_path is not None and not dry_run:
         # the CronJob mode: each pass under its sync's Lease, as ``serve`` runs them
         keeper = leases.LeaseKeeper.from_kubeconfig(kubeconfig)
-        results = [leases.reconcile(keeper, sync, kubeconfig=kubeconfig) for sync in syncs]
+
+        def one(sync: pipeline.SyncOptions) -> Result:
+            def run(hook: Callable[[Result], None] | None) -> Result:
+                return leases.reconcile(keeper, sync, kubeconfig=kubeconfig, applying=hook)
+
+            return notifier.around(sync, run)
+
+        results = [one(sync) for sync in syncs]
     else:
         results = [pipeline.reconcile(sync, kubeconfig=kubeconfig) for sync in syncs]
+    notifier.flush()
     if output == "json":
         docs = [r.to_json() for r in results]
         click.echo(json.dumps(docs[0] if config_path is None else docs, indent=2))
@@ -128,6 +162,45 @@ def reconcile(
     failed: LockgateError | None = next((r.error for r in results if r.error is not None), None)
     if failed is not None:
         raise failed
+
+
+#: flags that work with ``--config`` too; every other flag describes the one sync of a URL
+_CONFIG_FLAGS = frozenset({"config_path", "dry_run", "kubeconfig", "output"})
+
+
+def _flag(param: str) -> str:
+    return "--" + param.removesuffix("_path").replace("_", "-")
+
+
+def _check_flag_combinations(ctx: click.Context, url: str | None, semver: str | None) -> None:
+    """Refuse flags that would be ignored or contradict each other (never drop them silently)."""
+    given = {
+        name
+        for name in ctx.params
+        if ctx.get_parameter_source(name) not in (ParameterSource.DEFAULT, ParameterSource.DEFAULT_MAP, None)
+    }
+    if "config_path" in given:
+        ignored = sorted(_flag(p) for p in given - _CONFIG_FLAGS - {"url"})
+        if url:
+            raise UsageError("--config cannot be combined with a URL: each Sync of the file names its own")
+        if ignored:
+            raise UsageError(
+                f"{', '.join(ignored)}: not used with --config, where each Sync's spec holds its "
+                "settings; set them in the file or drop --config"
+            )
+        return
+    if "timeout" in given and "wait" not in given:
+        raise UsageError("--timeout bounds the health wait; add --wait (or drop --timeout)")
+    ref = registry.parse(url) if url else None
+    if ref is not None and not semver and ref.tag is None and ref.digest is None:
+        raise UsageError(
+            f"{scrub(url or '')} names no tag: add :TAG or @sha256:DIGEST, or pick with --semver RANGE"
+        )
+    if ref is not None and semver and ref.tag is not None:
+        raise UsageError(
+            f"{scrub(url or '')} has a tag and --semver picks one: give either the tag or --semver "
+            "(with a URL without a tag)"
+        )
 
 
 @click.command("serve")

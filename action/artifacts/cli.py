@@ -15,9 +15,10 @@ from action.artifacts import inspect as inspect_mod
 from action.artifacts import push as push_mod
 from action.artifacts import signer as signer_mod
 from action.artifacts import source
-from lockgate import registry
+from lockgate import paths, registry
 from lockgate.artifact import extract, manifest, metadata
 from lockgate.artifact import pull as pull_mod
+from lockgate.errors import UsageError
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -71,6 +72,8 @@ _client = cliopts.client_for
 @_build_options
 def build(path: str, out: Path | None, **flags: Any) -> None:
     """Pack PATH (a directory, a file or - for stdin) into a reproducible tar+gzip layer."""
+    if out is not None:
+        paths.require_writable_file(out, "--out")
     options = _build(**flags)
     with tempfile.TemporaryDirectory(prefix="lockgate-build-") as tmp:
         dest = out or Path(tmp) / "artifact.tgz"
@@ -138,9 +141,21 @@ def push(
     sign = signer_mod.SignOptions(
         mode=sign_mode, key_path=key_path, token=identity_token, trust_config=trust_config
     )
-    results = push_mod.push_targets(
-        args, each=each, options=options, sign=sign, client_for=lambda ref: _client(ref, creds, insecure)
-    )
+    try:
+        results = push_mod.push_targets(
+            args, each=each, options=options, sign=sign, client_for=lambda ref: _client(ref, creds, insecure)
+        )
+    except push_mod.PartialPush as partial:
+        # every directory's outcome, then the error (exit 10): what went out is not hidden
+        if output == "json":
+            _emit(push_mod.partial_json(partial))
+        else:
+            for r in partial.results:
+                click.echo(f"{r.status.value} {r.reference}@{r.digest}")
+            click.echo(f"failed {partial.failed}")
+            for path in partial.left:
+                click.echo(f"not attempted {path}")
+        raise
     if output == "json":
         _emit(results[0].to_json() if each is None else push_mod.results_json(results))
         return
@@ -174,6 +189,7 @@ def pull(
 ) -> None:
     """Pull an artifact by digest and extract it safely into a new directory."""
     ref = registry.parse(reference, default_tag="latest")
+    paths.require_new_directory(out, "--out")
     limits = extract.Limits(max_total_bytes=max_size, max_files=max_files, max_ratio=max_ratio)
     result = pull_mod.pull(_client(ref, creds, insecure), ref, out, media_type=media_type, limits=limits)
     if output == "json":
@@ -212,6 +228,15 @@ def inspect(reference: str, media_type: str | None, output: str, creds: str | No
         return
     value = info.to_json()
     click.echo(f"digest: {value['digest']}")
+    click.echo(f"mediaType: {value['mediaType']}")
+    if isinstance(info, inspect_mod.IndexInspection):
+        for entry in value["manifests"]:
+            platform = entry.get("platform") or {}
+            where = "/".join(str(platform[k]) for k in ("os", "architecture", "variant") if k in platform)
+            click.echo(f"manifest {entry.get('mediaType', '-')} {entry.get('digest', '-')} {where}".rstrip())
+        click.echo(value["note"])
+        return
+    click.echo(f"config {value['config']['mediaType']} {value['config']['digest']}")
     for key, val in sorted(value["annotations"].items()):
         click.echo(f"annotation {key}: {val}")
     for layer in value["layers"]:
@@ -219,6 +244,8 @@ def inspect(reference: str, media_type: str | None, output: str, creds: str | No
     for f in info.files:
         if not f.is_dir:
             click.echo(f"  {f.mode:04o} {f.size:>10} {f.name}")
+    if info.note:
+        click.echo(info.note)
 
 
 @click.command("list")
@@ -232,6 +259,11 @@ def list_(
 ) -> None:
     """List the artifact tags of a repository."""
     ref = registry.parse(reference)
+    if ref.tag is not None or ref.digest is not None:
+        raise UsageError(
+            f"list takes a repository, not {'a tag' if ref.digest is None else 'a digest'}: "
+            f"lockgate list oci://{ref.name}"
+        )
     tags = inspect_mod.list_tags(_client(ref, creds, insecure), ref, show_all=show_all, page_size=page_size)
     if output == "json":
         _emit({"repository": ref.name, "tags": tags})

@@ -13,11 +13,11 @@ from pathlib import Path
 from typing import Any
 
 from lockgate import registry
-from lockgate.artifact import gz
+from lockgate.artifact import gz, manifest
 from lockgate.artifact import pull as pull_mod
 from lockgate.errors import UsageError, VerificationError
 from lockgate.redact import scrub
-from lockgate.registry.oci import Descriptor
+from lockgate.registry.oci import Descriptor, NotAnImageManifest
 
 HIDDEN_SUFFIXES = (".sig", ".att", ".sbom")
 
@@ -33,8 +33,10 @@ class FileInfo:
 @dataclass(frozen=True)
 class Inspection:
     resolved: pull_mod.Resolved
-    layer: Descriptor
+    #: the layer whose files are listed; None for an OCI artifact that is not Flux's
+    layer: Descriptor | None
     files: tuple[FileInfo, ...]
+    note: str = ""
 
     def to_json(self) -> dict[str, Any]:
         m = self.resolved.manifest
@@ -49,13 +51,60 @@ class Inspection:
             "files": [
                 {"name": f.name, "size": f.size, "mode": f"{f.mode:04o}", "dir": f.is_dir} for f in self.files
             ],
+            "fluxArtifact": self.layer is not None,
+            **({"note": self.note} if self.note else {}),
         }
+
+
+@dataclass(frozen=True)
+class IndexInspection:
+    """An image index (a multi-platform image, say): its entries, each inspectable by digest."""
+
+    url: str
+    digest: str
+    media_type: str
+    manifests: tuple[dict[str, Any], ...]
+    annotations: dict[str, str]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "url": self.url,
+            "digest": self.digest,
+            "mediaType": self.media_type,
+            "manifests": list(self.manifests),
+            "annotations": {key: scrub(value) for key, value in self.annotations.items()},
+            "fluxArtifact": False,
+            "note": "an index, not one artifact: inspect one of its manifests by digest",
+        }
+
+
+def _index(ref: registry.Reference, digest: str, found: NotAnImageManifest) -> IndexInspection:
+    entries = found.value.get("manifests")
+    manifests = tuple(
+        {k: e[k] for k in ("mediaType", "digest", "size", "platform", "artifactType") if k in e}
+        for e in (entries if isinstance(entries, list) else [])
+        if isinstance(e, dict)
+    )
+    notes = found.value.get("annotations")
+    annotations = {str(k): str(v) for k, v in notes.items()} if isinstance(notes, dict) else {}
+    return IndexInspection(f"oci://{ref.name}@{digest}", digest, found.media_type, manifests, annotations)
 
 
 def inspect(
     client: registry.RegistryClient, ref: registry.Reference, *, media_type: str | None = None
-) -> Inspection:
-    resolved = pull_mod.resolve(client, ref)
+) -> Inspection | IndexInspection:
+    digest = client.resolve(ref)
+    try:
+        resolved = pull_mod.resolve(client, ref, digest=digest)
+    except NotAnImageManifest as found:
+        return _index(ref, digest, found)
+    if media_type is None:
+        try:
+            manifest.select_layer(resolved.manifest, where=str(ref))
+        except manifest.NotFluxArtifact as exc:
+            # any OCI artifact can be looked at: its manifest and layers, without files
+            note = f"not a Flux artifact: no tar+gzip layer (the first is {exc.media_type}); files not listed"
+            return Inspection(resolved=resolved, layer=None, files=(), note=note)
     with tempfile.TemporaryDirectory(prefix="lockgate-inspect-") as tmp:
         layer_file = Path(tmp) / "layer.tgz"
         layer = pull_mod.download_layer(client, resolved, layer_file, media_type=media_type)

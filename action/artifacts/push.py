@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import glob
 import tempfile
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field, replace
 from enum import Enum
 from pathlib import Path
@@ -21,7 +22,7 @@ from action.artifacts import signer as signer_mod
 from action.artifacts import source as source_mod
 from lockgate import registry
 from lockgate.artifact import manifest, metadata, pack
-from lockgate.errors import UsageError
+from lockgate.errors import ExitCode, LockgateError, RenderError, UsageError
 
 if TYPE_CHECKING:
     from lockgate.signing.sign import SignedArtifact
@@ -103,6 +104,75 @@ def plan(
     return manifest.build(layer_digest, layer_size, annotations)
 
 
+def _check_target(target: registry.Reference, options: PushOptions) -> None:
+    if target.digest is not None:
+        raise UsageError(f"{target}: push needs a tag (oci://REGISTRY/REPO:TAG), not a digest")
+    if target.tag is None:
+        raise UsageError(f"{target}: the tag is missing; push to oci://{target.name}:TAG (e.g. :latest)")
+    for tag in options.extra_tags:
+        target.with_tag(tag)
+
+
+@dataclass
+class Prepared:
+    """One directory packed and checked, with its manifest planned; nothing sent yet."""
+
+    path: str
+    target: registry.Reference
+    tree: layer_mod.Tree
+    built: manifest.Built
+    per_path: bool
+
+
+@contextmanager
+def prepared(
+    path: str, target: registry.Reference, options: PushOptions, *, per_path: bool = False
+) -> Iterator[Prepared]:
+    """Pack and check ``path`` (errors name the file and line) before anything is pushed."""
+    _check_target(target, options)
+    with (
+        tempfile.TemporaryDirectory(prefix="lockgate-push-") as tmp,
+        layer_mod.prepare(path, options.build, Path(tmp) / "artifact.tgz") as tree,
+    ):
+        built = plan(path, tree.digest, tree.size, options, per_path=per_path)
+        yield Prepared(path, target, tree, built, per_path)
+
+
+def upload(item: Prepared, client: registry.RegistryClient, options: PushOptions) -> PushResult:
+    """Send what ``prepared`` made: the blobs the registry lacks, the manifest, tags, signature."""
+    target, tree, built, path = item.target, item.tree, item.built, item.path
+    assert target.tag is not None  # checked by prepared
+    repo = target.repository
+    tags = (target.tag, *options.extra_tags)
+    uploaded = 0
+    status = Status.UNCHANGED
+    if client.head_manifest(repo, target.tag) != built.digest:
+        status = Status.PUSHED
+        if not client.blob_exists(repo, built.manifest.config.digest):
+            client.upload_blob(
+                repo, built.config_blob, digest=built.manifest.config.digest, size=len(built.config_blob)
+            )
+            uploaded += 1
+        if not client.blob_exists(repo, tree.digest):
+            planned = tree.digest
+            layer = tree.layer()
+            if layer.digest != planned:
+                # planned from the build cache: the bytes uploaded decide, if ever they differ
+                built = plan(path, layer.digest, layer.size, options, per_path=item.per_path)
+            with open(layer.path, "rb") as stream:
+                client.upload_blob(repo, stream, digest=layer.digest, size=layer.size)
+            uploaded += 1
+        client.put_manifest(repo, target.tag, built.content, built.manifest.media_type)
+    for tag in options.extra_tags:
+        if client.head_manifest(repo, tag) != built.digest:
+            client.put_manifest(repo, tag, built.content, built.manifest.media_type)
+            status = Status.PUSHED
+    packed = tree.packed is not None
+    signed = options.signer.sign(target, built.digest, client) if options.signer is not None else None
+    revision = built.manifest.annotations.get(metadata.REVISION)
+    return PushResult(target, built.digest, status, uploaded, tags, path, signed, packed, revision)
+
+
 def push(
     path: str,
     target: registry.Reference,
@@ -113,44 +183,38 @@ def push(
 ) -> PushResult:
     """Build ``path`` and push it to ``target`` (which must name a tag)."""
     options = options or PushOptions()
-    if target.tag is None or target.digest is not None:
-        raise UsageError(f"{target}: push needs a tag (oci://REGISTRY/REPO:TAG), not a digest")
-    for tag in options.extra_tags:
-        target.with_tag(tag)
-    repo = target.repository
-    tags = (target.tag, *options.extra_tags)
-    uploaded = 0
-    status = Status.UNCHANGED
-    with (
-        tempfile.TemporaryDirectory(prefix="lockgate-push-") as tmp,
-        layer_mod.prepare(path, options.build, Path(tmp) / "artifact.tgz") as tree,
-    ):
-        built = plan(path, tree.digest, tree.size, options, per_path=per_path)
-        if client.head_manifest(repo, target.tag) != built.digest:
-            status = Status.PUSHED
-            if not client.blob_exists(repo, built.manifest.config.digest):
-                client.upload_blob(
-                    repo, built.config_blob, digest=built.manifest.config.digest, size=len(built.config_blob)
-                )
-                uploaded += 1
-            if not client.blob_exists(repo, tree.digest):
-                planned = tree.digest
-                layer = tree.layer()
-                if layer.digest != planned:
-                    # planned from the build cache: the bytes uploaded decide, if ever they differ
-                    built = plan(path, layer.digest, layer.size, options, per_path=per_path)
-                with open(layer.path, "rb") as stream:
-                    client.upload_blob(repo, stream, digest=layer.digest, size=layer.size)
-                uploaded += 1
-            client.put_manifest(repo, target.tag, built.content, built.manifest.media_type)
-        for tag in options.extra_tags:
-            if client.head_manifest(repo, tag) != built.digest:
-                client.put_manifest(repo, tag, built.content, built.manifest.media_type)
-                status = Status.PUSHED
-        packed = tree.packed is not None
-    signed = options.signer.sign(target, built.digest, client) if options.signer is not None else None
-    revision = built.manifest.annotations.get(metadata.REVISION)
-    return PushResult(target, built.digest, status, uploaded, tags, path, signed, packed, revision)
+    with prepared(path, target, options, per_path=per_path) as item:
+        return upload(item, client, options)
+
+
+class BrokenDirectories(RenderError):
+    """``--each``: some directories do not build; nothing was pushed."""
+
+    def __init__(self, failures: Sequence[tuple[str, LockgateError]], total: int) -> None:
+        lines = "\n".join(f"  {path}: {exc.message}" for path, exc in failures)
+        super().__init__(
+            f"{len(failures)} of {total} directories do not build, so nothing was pushed:\n{lines}"
+        )
+        self.failures = list(failures)
+        codes = {exc.exit_code for _, exc in failures}
+        if len(codes) == 1:
+            self.exit_code = codes.pop()
+
+
+class PartialPush(LockgateError):
+    """``--each``: a push failed after others went out; ``results`` holds those."""
+
+    exit_code = ExitCode.PARTIAL
+
+    def __init__(self, results: Sequence[PushResult], failed: str, error: LockgateError, left: Sequence[str]):
+        done = "\n".join(f"  {r.status.value} {r.reference}@{r.digest}" for r in results)
+        rest = f"; not attempted: {', '.join(left)}" if left else ""
+        super().__init__(
+            f"{failed}: {error.message}\n{len(results)} pushed before it:\n{done}{rest}"
+            if results
+            else f"{failed}: {error.message}{rest}"
+        )
+        self.results, self.failed, self.error, self.left = list(results), failed, error, list(left)
 
 
 def expand_each(pattern: str, target_template: str) -> list[tuple[str, registry.Reference]]:
@@ -177,8 +241,36 @@ def push_each(
     options: PushOptions | None = None,
 ) -> list[PushResult]:
     """One artifact per directory; revisions come from the last commit touching each directory."""
+    options = options or PushOptions()
     targets = expand_each(pattern, target_template)
-    return [push(directory, ref, client_for(ref), options, per_path=True) for directory, ref in targets]
+    with ExitStack() as stack:
+        # every directory is packed and checked before the first push: one broken app
+        # stops the run with nothing pushed, rather than half of them pushed and signed
+        ready: list[Prepared] = []
+        broken: list[tuple[str, LockgateError]] = []
+        for directory, ref in targets:
+            try:
+                ready.append(stack.enter_context(prepared(directory, ref, options, per_path=True)))
+            except LockgateError as exc:
+                broken.append((directory, exc))
+        if broken:
+            raise BrokenDirectories(broken, len(targets))
+        results: list[PushResult] = []
+        for index, item in enumerate(ready):
+            try:
+                results.append(upload(item, client_for(item.target), options))
+            except LockgateError as exc:
+                if not results:
+                    raise
+                raise PartialPush(results, item.path, exc, [p.path for p in ready[index + 1 :]]) from None
+        return results
+
+
+def partial_json(partial: PartialPush) -> list[dict[str, Any]]:
+    """``--each`` cut short: the pushed results, the failed directory, the ones not attempted."""
+    failed = {"path": partial.failed, "status": "failed", "error": partial.error.message}
+    left = [{"path": path, "status": "notAttempted"} for path in partial.left]
+    return [*results_json(partial.results), failed, *left]
 
 
 def results_json(results: Sequence[PushResult]) -> list[dict[str, Any]]:
@@ -207,4 +299,5 @@ def push_targets(
     if len(args) != 2:
         raise UsageError("usage: lockgate push PATH oci://REGISTRY/REPO:TAG")
     ref = registry.parse(args[1])
-    return [push(args[0], ref, client_for(ref), options)]
+    # the same revision rule as --each: a directory's revision is its last commit
+    return [push(args[0], ref, client_for(ref), options, per_path=True)]

@@ -13,6 +13,7 @@ from typing import Any
 import click
 
 from action.images import run
+from lockgate.errors import UsageError
 
 _PATH = click.option(
     "--path",
@@ -146,6 +147,11 @@ def update_command(
     strict: bool,
 ) -> None:
     """Rewrite the values marked with {"$imagepolicy": "<namespace>:<name>"} under update.path."""
+    writes = [flag for flag, on in (("--commit", commit), ("--push", push), ("--pr", pull_request)) if on]
+    if dry_run and writes:
+        raise UsageError(f"--dry-run changes nothing, so it cannot be combined with {', '.join(writes)}")
+    if branch is not None and not writes:
+        raise UsageError("--branch names the branch to commit to: add --commit (and --push) or --pr")
     git = run.GitOptions.defaults(
         commit=commit, push=push, branch=branch, signing_key=signing_key, pull_request=pull_request
     )

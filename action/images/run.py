@@ -99,10 +99,20 @@ class ScanReport:
         return rows
 
 
+def _require_policies(loaded: Config, root: Path) -> None:
+    if not loaded.policies:
+        what = "an ImagePolicy" if loaded.repositories else "an ImageRepository or ImagePolicy"
+        raise UsageError(
+            f"no ImagePolicy found under {root}: nothing to scan; point --path at the directory "
+            f"holding {what} (the image automation documents)"
+        )
+
+
 def run_scan(
     root: Path, *, page_size: int = 1000, secrets_dir: Path | None = None, workers: int = 8
 ) -> ScanReport:
     loaded = config.load(root)
+    _require_policies(loaded, root)
     listings, evaluated = scan.scan_all(loaded, page_size=page_size, secrets_dir=secrets_dir, workers=workers)
     results = scan.reflect_digests(loaded, evaluated, secrets_dir=secrets_dir)
     return ScanReport(loaded, listings, results, update.current_values(root))
@@ -234,6 +244,9 @@ def run_update(
     secrets_dir: Path | None = None,
 ) -> UpdateReport:
     """Scan, then update every automation's markers under ``root`` (a git checkout when committing)."""
+    if not config.load(root).automations:
+        # before the scan: no registry is asked when there is nothing to update
+        raise UsageError(f"no ImageUpdateAutomation or ImageAutomation found under {root}")
     report = run_scan(root, page_size=page_size, secrets_dir=secrets_dir)
     return update_from(root, report, git=git, dry_run=dry_run)
 

@@ -14,8 +14,8 @@ from pathlib import Path
 
 from action import cliopts
 from action.signing import password
-from lockgate import registry
-from lockgate.errors import UsageError
+from lockgate import paths, registry
+from lockgate.errors import LockgateError, UsageError
 from lockgate.signing import keys
 from lockgate.signing import sign as signing
 from lockgate.signing import verify as verifying
@@ -33,6 +33,7 @@ def keygen(prefix: str, *, force: bool = False) -> tuple[Path, Path]:
     for path in (private, public):
         if path.exists() and not force:
             raise UsageError(f"{path} already exists; pass --force to overwrite it")
+        paths.require_writable_file(path, "--output-key-prefix")
     pair = keys.generate_key_pair(password.key_password(confirm=True))
     # created 0600 from the start: the key is never readable by others, not even for a moment
     fd = os.open(private, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
@@ -65,6 +66,16 @@ def _annotations(items: Iterable[str]) -> dict[str, str]:
     return dict(_pair(item) for item in items)
 
 
+def _refuse_tag(ref: registry.Reference, client: registry.RegistryClient) -> None:
+    """Refuse a tag, naming the digest it points at now so the user can sign exactly that."""
+    try:
+        digest = client.resolve(ref)
+    except LockgateError:
+        digest = None
+    hint = f"; {ref} is {digest} now: lockgate sign oci://{ref.name}@{digest}" if digest else ""
+    signing.by_digest(ref, hint=hint)
+
+
 def sign(reference: str, request: SignRequest, *, creds: str | None, insecure: bool) -> SignedArtifact:
     """Sign the artifact ``reference`` (by digest) as ``request`` says."""
     if (request.key_path is None) == (not request.keyless):
@@ -73,8 +84,10 @@ def sign(reference: str, request: SignRequest, *, creds: str | None, insecure: b
         raise UsageError("--staging and --trust-config apply to --keyless signatures only")
     if request.keyless and request.annotations:
         raise UsageError("--annotation applies to --key signatures only")
-    ref = signing.by_digest(reference)
+    ref = registry.parse(reference)
     client = cliopts.client_for(ref, creds, insecure)
+    if ref.digest is None:
+        _refuse_tag(ref, client)
     if request.key_path is not None:
         notes = _annotations(request.annotations)
         key = password.load_private_key(request.key_path)

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import IO
 
 from lockgate.artifact import gz
-from lockgate.errors import LockgateError, UsageError, VerificationError
+from lockgate.errors import LockgateError, RenderError, UsageError, VerificationError
 
 CHUNK = 1 << 20
 #: compressed bytes read at once (tarfile's record, what its r|gz stream read)
@@ -32,6 +32,25 @@ class UnsafeArtifactError(VerificationError):
     def __init__(self, entry: str, reason: str) -> None:
         super().__init__(f"refusing to extract {entry!r}: {reason}; nothing was written")
         self.entry = entry
+
+
+class LimitExceeded(RenderError):
+    """The layer is larger, has more files or compresses better than the limits allow."""
+
+    def __init__(self, entry: str, reason: str) -> None:
+        super().__init__(f"refusing to extract {entry!r}: {reason}; nothing was written")
+        self.entry = entry
+
+
+def _umask() -> int:
+    """The process umask, read without changing it (os.umask would race other threads)."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("Umask:"):
+                return int(line.split()[1], 8)
+    except (OSError, ValueError):
+        pass
+    return 0o022
 
 
 @dataclass(frozen=True)
@@ -113,6 +132,8 @@ def extract(layer: IO[bytes], target: Path, limits: Limits | None = None) -> Ext
     staging = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
     try:
         result = _extract_into(layer, staging, limits)
+        # mkdtemp made it 0700; the result gets what `flux pull` gives: 0755 less the umask
+        staging.chmod(0o755 & ~_umask())
         if target.exists():
             target.rmdir()
         staging.rename(target)
@@ -132,6 +153,7 @@ def _extract_into(layer: IO[bytes], root: Path, limits: Limits) -> tuple[int, in
     seen: set[str] = set()
     files = 0
     total = 0
+    umask = _umask()
     # decompressed through the same bundled library as packing (gz), not the system zlib
     with gz.reader(counting) as plain, tarfile.open(fileobj=plain, mode="r|") as tar:
         for member in tar:
@@ -145,15 +167,13 @@ def _extract_into(layer: IO[bytes], root: Path, limits: Limits) -> tuple[int, in
             dest = root.joinpath(*name.split("/"))
             if member.isdir():
                 dest.mkdir(parents=True, exist_ok=True)
-                os.chmod(dest, 0o755)
+                os.chmod(dest, 0o755 & ~umask)
                 continue
             files += 1
             if files > limits.max_files:
-                raise UnsafeArtifactError(member.name, f"more than {limits.max_files} files (limit)")
+                raise LimitExceeded(member.name, f"more than {limits.max_files} files (limit)")
             if total + member.size > limits.max_total_bytes:
-                raise UnsafeArtifactError(
-                    member.name, f"total size exceeds {limits.max_total_bytes} bytes (limit)"
-                )
+                raise LimitExceeded(member.name, f"total size exceeds {limits.max_total_bytes} bytes (limit)")
             dest.parent.mkdir(parents=True, exist_ok=True)
             if dest.exists():
                 raise UnsafeArtifactError(member.name, "collides with an entry already extracted")
@@ -165,9 +185,9 @@ def _extract_into(layer: IO[bytes], root: Path, limits: Limits) -> tuple[int, in
                     total += len(chunk)
                     out.write(chunk)
                     if total > limits.ratio_floor and total > limits.max_ratio * max(counting.count, 1):
-                        raise UnsafeArtifactError(
+                        raise LimitExceeded(
                             member.name,
                             f"compression ratio above {limits.max_ratio:g}:1 (a decompression bomb?)",
                         )
-            os.chmod(dest, 0o755 if member.mode & 0o100 else 0o644)
+            os.chmod(dest, (0o755 if member.mode & 0o100 else 0o644) & ~umask)
     return files, total

@@ -60,6 +60,17 @@ def build(layer_digest: str, layer_size: int, annotations: Mapping[str, str]) ->
     return Built(manifest=manifest, content=content, digest=sha256_digest(content), config_blob=CONFIG_BLOB)
 
 
+class NotFluxArtifact(ResolveError):
+    """The artifact has no tar+gzip layer to take by default; ``media_type`` is its first."""
+
+    def __init__(self, where: str, media_type: str) -> None:
+        super().__init__(
+            f"{where}: layer media type {media_type} is not a tar+gzip layer; "
+            "this is not a Flux artifact (pass --media-type to pick another layer)"
+        )
+        self.where, self.media_type = where, media_type
+
+
 def select_layer(manifest: ImageManifest, *, media_type: str | None = None, where: str) -> Descriptor:
     """Flux's layerSelector: the first layer of ``media_type``; without one, Flux's type, else the first."""
     if not manifest.layers:
@@ -75,8 +86,5 @@ def select_layer(manifest: ImageManifest, *, media_type: str | None = None, wher
             return layer
     first = manifest.layers[0]
     if first.media_type not in TAR_GZIP_TYPES:
-        raise ResolveError(
-            f"{where}: layer media type {first.media_type} is not a tar+gzip layer; "
-            "this is not a Flux artifact (pass --media-type to pick another layer)"
-        )
+        raise NotFluxArtifact(where, first.media_type)
     return first

@@ -71,6 +71,14 @@ class Descriptor:
         )
 
 
+class NotAnImageManifest(ResolveError):
+    """The reference names an index (or another kind of manifest), not one image manifest."""
+
+    def __init__(self, where: str, media_type: str, value: dict[str, Any]) -> None:
+        super().__init__(f"{where} is a {media_type}, not an image manifest")
+        self.media_type, self.value = media_type, value
+
+
 @dataclass(frozen=True)
 class ImageManifest:
     """An OCI image manifest (also read from Docker v2 manifests)."""
@@ -104,7 +112,7 @@ class ImageManifest:
             raise ResolveError(f"manifest of {where} is not a JSON object")
         media_type = value.get("mediaType", OCI_MANIFEST)
         if media_type not in (OCI_MANIFEST, DOCKER_MANIFEST):
-            raise ResolveError(f"{where} is a {media_type}, not an image manifest")
+            raise NotAnImageManifest(where, str(media_type), value)
         layers = value.get("layers")
         if not isinstance(layers, list):
             raise ResolveError(f"manifest of {where}: 'layers' is missing")

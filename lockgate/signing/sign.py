@@ -61,12 +61,13 @@ class SignedArtifact:
         return asdict(self)
 
 
-def by_digest(reference: Reference | str) -> Reference:
+def by_digest(reference: Reference | str, *, hint: str = "") -> Reference:
+    """``reference`` if it names a digest; else a usage error (``hint`` appended to it)."""
     ref = parse(reference) if isinstance(reference, str) else reference
     if not ref.digest:
         raise UsageError(
             f"sign {ref} by digest (oci://REGISTRY/REPO@sha256:...): a tag can move "
-            "between resolving it and signing it"
+            f"between resolving it and signing it{hint}"
         )
     return ref
 

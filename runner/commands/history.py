@@ -16,6 +16,7 @@ import click
 from lockgate.errors import UsageError
 from runner.pipeline import config, report, status
 from runner.serve import leases
+from runner.serve.web import local
 
 _KUBECONFIG = click.option(
     "--kubeconfig", type=click.Path(path_type=Path), help="Kubeconfig (default $KUBECONFIG, in-cluster)."
@@ -33,8 +34,34 @@ _OUTPUT = click.option(
 @_NAMESPACE
 @_KUBECONFIG
 @_OUTPUT
-def status_(name: str | None, namespace: str | None, kubeconfig: Path | None, output: str) -> None:
+@click.option("--web", is_flag=True, help="Serve the status page on loopback instead (Ctrl-C to stop).")
+@click.option(
+    "--address",
+    default=local.DEFAULT_ADDRESS,
+    show_default=True,
+    help="With --web: the loopback address to listen on (port 0: a free one).",
+)
+@click.option("--no-open", is_flag=True, help="With --web: print the URL, do not open a browser.")
+def status_(
+    name: str | None,
+    namespace: str | None,
+    kubeconfig: Path | None,
+    output: str,
+    web: bool,
+    address: str,
+    no_open: bool,
+) -> None:
     """Show what the runner last applied, its health and history (from the inventory Secrets)."""
+    if web:
+        local.run(
+            name=name,
+            namespace=namespace,
+            kubeconfig=kubeconfig,
+            address=address,
+            open_browser=not no_open,
+            announce=click.echo,
+        )
+        return
     listing = status.read(namespace=namespace, name=name, kubeconfig=kubeconfig)
     if output == "json":
         docs = [status.to_json(inv) for inv in listing.inventories]

@@ -144,6 +144,14 @@ def who(user: str | None) -> str:
     return f"user {user}"
 
 
+def _impersonate_grant(user: str) -> str:
+    """The RBAC rule that lets the runner impersonate ``user``, in words."""
+    parts = user.split(":")
+    if len(parts) == 4 and parts[:2] == ["system", "serviceaccount"]:
+        return f"the 'impersonate' verb on 'serviceaccounts' named {parts[3]} in namespace {parts[2]}"
+    return f"the 'impersonate' verb on 'users' named {user}"
+
+
 def _error(
     response: requests.Response,
     verb: str,
@@ -167,6 +175,15 @@ def _error(
     if code == 401:
         return AuthError(
             "the Kubernetes API refused the credentials (401 Unauthorized): check the kubeconfig"
+        )
+    if code == 403 and impersonate and "cannot impersonate" in server_message:
+        # the runner's own identity was refused the impersonation, not the tenant the request
+        return PermissionDenied(
+            f"permission denied: the runner's identity cannot impersonate {who(impersonate)}; grant "
+            f"the runner's identity {_impersonate_grant(impersonate)} (API server: {server_message})",
+            status=403,
+            reason=reason,
+            server_message=server_message,
         )
     if code == 403:
         return PermissionDenied(

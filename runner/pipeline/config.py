@@ -16,21 +16,23 @@ import hashlib
 from dataclasses import dataclass
 from pathlib import Path
 
-from lockgate import located, model
-from lockgate.errors import UsageError
+from lockgate import located, model, registry
+from lockgate.errors import LockgateError, UsageError
 from lockgate.model import parse_duration
+from lockgate.redact import scrub
 from lockgate.signing.options import Spelling, VerifyOptions, build_policy
-from runner.pipeline import source, substitute
+from runner.pipeline import decrypt, notifications, source, substitute
 from runner.pipeline.documents import (
     API_VERSION,
     KINDS,
+    Notify,
     RunnerDocument,
     RunnerSettings,
     SyncDocument,
     SyncSpec,
     WebhookSettings,
 )
-from runner.pipeline.reconcile import RESERVED_PREFIX, ObjectRef, Schedule, SyncOptions
+from runner.pipeline.reconcile import RESERVED_PREFIX, ObjectRef, Schedule, SyncOptions, runner_namespace
 from runner.plan import prune_plan
 
 __all__ = [
@@ -74,6 +76,7 @@ def sync_options(
     allow_mass_prune: bool = False,
     max_prune_share: float = prune_plan.DEFAULT_MAX_SHARE,
     concurrency: int = 8,
+    decryption_secret: str | None = None,
 ) -> SyncOptions:
     if not 0 < max_prune_share <= 1:
         raise UsageError(f"--max-prune-share {max_prune_share}: expected a share in (0, 1]")
@@ -96,6 +99,7 @@ def sync_options(
         dry_run=dry_run,
         prune_options=prune_plan.PruneOptions(max_share=max_prune_share, allow_mass_prune=allow_mass_prune),
         concurrency=concurrency,
+        decryption=None if decryption_secret is None else decrypt.Decryption(secret_ref=decryption_secret),
     )
 
 
@@ -174,10 +178,48 @@ def _cycle(graph: dict[str, list[str]]) -> list[str] | None:
     return None
 
 
-def _across(
-    syncs: list[_Sync], runners: list[located.Document], messages: list[str], *, complete: bool
+def _has_tag_or_digest(url: str) -> bool:
+    try:
+        ref = registry.parse(url)
+    except LockgateError:
+        return False  # the URL's own error is reported where it is parsed
+    return ref.tag is not None or ref.digest is not None
+
+
+def _same_namespace(
+    syncs: list[_Sync], first: dict[str, _Sync], runner: RunnerSettings, messages: list[str]
 ) -> None:
-    """The checks across documents: unique names, dependsOn targets and cycles, one Runner.
+    """``noCrossNamespaceRefs``: a dependsOn may only name a sync of the same namespace.
+
+    The Secret and ConfigMap references need no check: they hold a name only and are read in
+    the sync's own namespace (``spec.namespace``, else the Runner's)."""
+
+    def namespace(sync: _Sync) -> str:
+        return runner_namespace(sync.value.spec.namespace or runner.namespace)
+
+    for sync in syncs:
+        for index, dep in enumerate(sync.value.spec.depends_on):
+            upstream = first.get(dep.name)
+            if upstream is None or namespace(upstream) == namespace(sync):
+                continue
+            path: located.Path = ("spec", "dependsOn", index)
+            messages.append(
+                f"{sync.where(path)}: spec.dependsOn[{index}]: Sync/{dep.name} is in namespace "
+                f"{namespace(upstream)}, not in this sync's namespace {namespace(sync)}: cross-namespace "
+                "references are blocked by the Runner's noCrossNamespaceRefs"
+            )
+
+
+def _across(
+    syncs: list[_Sync],
+    runners: list[located.Document],
+    messages: list[str],
+    *,
+    complete: bool,
+    lockdown: RunnerSettings | None = None,
+) -> None:
+    """The checks across documents: unique names, dependsOn targets and cycles, one Runner,
+    and under ``lockdown`` (a Runner with noCrossNamespaceRefs) dependsOn within a namespace.
 
     ``complete``: every document decoded, so a dependsOn name not found is really unknown."""
     first: dict[str, _Sync] = {}
@@ -188,6 +230,12 @@ def _across(
                 f"{sync.where(('metadata', 'name'))}: metadata.name: {name!r} starts with "
                 f"{RESERVED_PREFIX!r}, which is reserved (the Lease lockgate-{name} would be a "
                 "replica's membership Lease); choose another name"
+            )
+        spec = sync.value.spec
+        if spec.semver is not None and _has_tag_or_digest(spec.url):
+            messages.append(
+                f"{sync.where(('spec', 'semver'))}: spec.semver: spec.url {scrub(spec.url)} already "
+                "names a tag or digest; drop it from the URL to let semver pick, or drop spec.semver"
             )
         if name in first:
             earlier = first[name].document
@@ -213,6 +261,8 @@ def _across(
                     f"{sync.where(path)}: spec.dependsOn[{index}]: "
                     f"no Sync named {dep.name!r} in this file{hint}"
                 )
+    if complete and lockdown is not None:
+        _same_namespace(syncs, first, lockdown, messages)
     graph = {s.value.metadata.name: [d.name for d in s.value.spec.depends_on] for s in first.values()}
     cycle = _cycle(graph)
     if cycle:
@@ -286,7 +336,52 @@ def _options(sync: _Sync, runner: RunnerSettings, *, dry_run: bool) -> SyncOptio
             ),
             always=spec.post_build.substitute_strategy == "Always",
         ),
+        decryption=None
+        if spec.decryption is None
+        else decrypt.Decryption(
+            secret_ref=spec.decryption.secret_ref,
+            provider=spec.decryption.provider,
+            check_mac=spec.decryption.check_mac,
+        ),
+        notify=_providers(sync, runner),
     )
+
+
+def _providers(sync: _Sync, runner: RunnerSettings) -> tuple[notifications.Provider, ...]:
+    """The sync's own providers, then the Runner's (their Secrets in the Runner's namespace)."""
+    name = sync.value.metadata.name
+    own = [
+        (n, None, f"{sync.where(('spec', 'notify', i))}: spec.notify[{i}]")
+        for i, n in enumerate(sync.value.spec.notify)
+    ]
+    shared = [(n, runner.namespace, f"Runner: spec.notify[{i}]") for i, n in enumerate(runner.notify)]
+    providers = []
+    for notify, secret_namespace, where in [*own, *shared]:
+        _check_notify(notify, where)
+        providers.append(
+            notifications.Provider(
+                type=notify.type,
+                address=notify.address,
+                secret_ref=notify.secret_ref,
+                secret_namespace=secret_namespace,
+                api_url=(notify.api_url or notifications.DEFAULT_GITHUB_API).rstrip("/"),
+                context=notifications.context_for(notify.context, cluster=runner.cluster_name, sync=name),
+                target_url=notify.target_url,
+            )
+        )
+    return tuple(providers)
+
+
+def _check_notify(notify: Notify, where: str) -> None:
+    if notify.type == "github" and notify.secret_ref is None:
+        raise UsageError(
+            f"{where}: a github provider needs secretRef, a Secret whose 'token' entry is the token"
+        )
+    if notify.type != "github" and notify.address is None and notify.secret_ref is None:
+        raise UsageError(
+            f"{where}: a {notify.type} provider needs address, "
+            "or secretRef to a Secret with an 'address' entry"
+        )
 
 
 def load(path: Path, *, dry_run: bool = False) -> Config:
@@ -308,7 +403,9 @@ def load(path: Path, *, dry_run: bool = False) -> Config:
             syncs.append(_Sync(doc, decoded))
         elif isinstance(decoded, RunnerDocument):
             runners.append((doc, decoded))
-    _across(syncs, [doc for doc, _ in runners], messages, complete=not messages)
+    settings = runners[0][1].spec if runners else None
+    lockdown = settings if settings is not None and settings.no_cross_namespace_refs else None
+    _across(syncs, [doc for doc, _ in runners], messages, complete=not messages, lockdown=lockdown)
     if not messages and not syncs:
         messages.append(f"{path}: no Sync documents")
     model.raise_all(messages)

@@ -119,6 +119,63 @@ class PostBuild:
 
 
 @dataclass(frozen=True)
+class Decryption:
+    """SOPS decryption of the objects before they are applied (as Flux's Kustomization decryption)."""
+
+    provider: Literal["sops"] = attr("provider", "sops (the only provider).", required=True)
+    secret_ref: str | None = attr(
+        "secretRef",
+        "A Secret of the runner namespace whose every *.agekey entry holds age identities "
+        "(age-keygen output), as Flux. Read at each pass, held in memory only.",
+        reference=True,
+    )
+    check_mac: bool = attr(
+        "checkMAC",
+        "Check each encrypted object's SOPS MAC (whole-document integrity). Turn off for objects a "
+        "kustomization rebuilds (kustomize sorts keys and adds fields, so Flux never checks it); "
+        "every encrypted value stays authenticated by AES-GCM with its path. Secret entries are "
+        "always checked.",
+        default=True,
+    )
+
+
+@dataclass(frozen=True)
+class Notify:
+    """Where a pass's outcome is reported: a GitHub commit status, a generic webhook or Slack."""
+
+    type: Literal["github", "generic", "slack"] = attr(
+        "type",
+        "github: a commit status on the commit the artifact was built from; generic: Flux's event "
+        "JSON POSTed to address; slack: a Slack incoming-webhook message.",
+        required=True,
+    )
+    address: str | None = attr(
+        "address",
+        "generic, slack: the URL to POST to. A Secret's address entry wins (keep Slack's webhook URL, "
+        "a credential, there).",
+        pattern="^https?://",
+    )
+    secret_ref: str | None = attr(
+        "secretRef",
+        "A Secret of the runner namespace: token (github: the API token, required; generic: the "
+        "HMAC key of the X-Signature header) and address. Read when a notification is sent.",
+        reference=True,
+    )
+    api_url: str | None = attr(
+        "apiURL",
+        "github: the REST API base URL (default https://api.github.com; GitHub Enterprise: "
+        "https://HOST/api/v3).",
+        pattern="^https?://",
+    )
+    context: str | None = attr(
+        "context",
+        "github: the commit status context (default lockgate/{cluster}/{sync}, the Runner's "
+        "clusterName and the sync's name); {cluster} and {sync} are replaced.",
+    )
+    target_url: str | None = attr("targetURL", "github: the status's link (e.g. a dashboard).")
+
+
+@dataclass(frozen=True)
 class SyncSpec:
     """What to keep converged: an OCI artifact, how to verify it, how to apply it, and when."""
 
@@ -200,6 +257,18 @@ class SyncSpec:
         "lockgate.dev/substitute: disabled) is left as it is.",
         factory=PostBuild,
     )
+    decryption: Decryption | None = attr(
+        "decryption",
+        "Decrypt SOPS-encrypted objects (a top-level sops block) and Secret entries holding SOPS "
+        "documents with age, before substitution; an object annotated "
+        "kustomize.toolkit.fluxcd.io/decrypt: Disabled is left as it is.",
+    )
+    notify: tuple[Notify, ...] = attr(
+        "notify",
+        "Report each pass's outcome to these providers (besides the Runner's); delivery retries in "
+        "the background and never fails or delays a pass.",
+        factory=tuple,
+    )
 
 
 @dataclass(frozen=True)
@@ -225,6 +294,24 @@ class WebhookSettings:
 
 
 @dataclass(frozen=True)
+class StatusPageSettings:
+    """The read-only status page (docs/status-page.md); off unless address is set."""
+
+    address: str | None = attr(
+        "address",
+        "Listen address of the status page, its own listener (e.g. 127.0.0.1:9090); unset: no page. "
+        "Beyond loopback it needs secretRef.",
+        pattern=ADDRESS,
+    )
+    secret_ref: str | None = attr(
+        "secretRef",
+        "A Secret in the runner namespace whose 'token' entry the page requires (Authorization: Bearer, "
+        "or its sign-in form); required when address is not loopback.",
+        reference=True,
+    )
+
+
+@dataclass(frozen=True)
 class RunnerSettings:
     """Process settings of lockgate serve (at most one Runner document per file)."""
 
@@ -244,6 +331,9 @@ class RunnerSettings:
         pattern=ADDRESS,
     )
     webhook: WebhookSettings = attr("webhook", "The webhook receiver.", factory=WebhookSettings)
+    status_page: StatusPageSettings = attr(
+        "statusPage", "The read-only status page.", factory=StatusPageSettings
+    )
     concurrency: int = attr("concurrency", "Passes at once.", default=4, minimum=1)
     max_body_bytes: int = attr(
         "maxBodyBytes", "The largest webhook body accepted (413 above).", default=1_048_576, minimum=1
@@ -256,6 +346,13 @@ class RunnerSettings:
         "Syncs without serviceAccountName run as this ServiceAccount of their namespace, so a "
         "forgotten one fails closed (Flux's --default-service-account).",
         pattern=NAME_PATTERN,
+    )
+    no_cross_namespace_refs: bool = attr(
+        "noCrossNamespaceRefs",
+        "A sync may only reference objects of its own namespace (Flux's --no-cross-namespace-refs): "
+        "its Secret and ConfigMap references are always there (they take a name, never a namespace), "
+        "and a dependsOn naming a sync of another namespace is refused when the file is loaded.",
+        default=False,
     )
     lease_duration: float = attr(
         "leaseDuration",
@@ -271,6 +368,16 @@ class RunnerSettings:
         default=90.0,
         duration=True,
         exclusive_minimum=0,
+    )
+    cluster_name: str = attr(
+        "clusterName",
+        "This cluster's name in commit status contexts (lockgate/CLUSTER/SYNC), so several "
+        "clusters do not overwrite each other's status.",
+        default="default",
+        pattern=r"^[^/\s]+$",
+    )
+    notify: tuple[Notify, ...] = attr(
+        "notify", "Providers every sync reports to (besides its own notify list).", factory=tuple
     )
 
 

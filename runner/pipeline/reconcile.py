@@ -27,7 +27,7 @@ from lockgate.manifests import K8sObject, ObjectKey
 from runner.inventory import events, store
 from runner.kube.client import Kube
 from runner.kube.discovery import Resource
-from runner.pipeline import secretrefs, source, substitute
+from runner.pipeline import decrypt, notifications, secretrefs, source, substitute
 from runner.pipeline.result import Result
 from runner.plan import history, kinds, placement, prune_plan
 from runner.plan.desired import Desired, prepare
@@ -87,6 +87,10 @@ class SyncOptions:
     service_account_name: str | None = None
     #: ``spec.postBuild``: variables substituted in every object after loading, before placement
     post_build: substitute.PostBuild | None = None
+    #: ``spec.decryption``: SOPS documents decrypted after loading, before substitution
+    decryption: decrypt.Decryption | None = None
+    #: where the pass's outcome is reported (``runner.serve.notify`` delivers)
+    notify: tuple[notifications.Provider, ...] = ()
 
     def impersonated_user(self, namespace: str) -> str | None:
         if not self.service_account_name:
@@ -341,6 +345,7 @@ def reconcile(
     retry_rejected: bool = False,
     requested_at: str = "",
     registry_client: registry.RegistryClient | None = None,
+    applying: Callable[[Result], None] | None = None,
 ) -> Result:
     """Run one pass; never raises ``LockgateError`` (it is in ``Result.error``).
 
@@ -351,6 +356,8 @@ def reconcile(
     e.g. ``requested_at``, the inventory's ``lockgate.dev/requestedAt`` this pass answers (it
     implies ``retry_rejected`` and is recorded as handled). ``registry_client`` is a client
     for the source's registry to reuse (``serve`` keeps one per host, with its credentials).
+    ``applying`` is called once the artifact is loaded and verified, before anything is applied
+    (notifications post ``pending`` there); it must not block.
     """
     # imported here: the rollback is built on ``Pass``
     from runner.pipeline import rollback
@@ -368,12 +375,14 @@ def reconcile(
         fetched = source.fetch(options.source, client=registry_client, secrets=secrets)
         result.url, result.digest, result.revision = fetched.url, fetched.digest, fetched.revision
         result.verified_by = fetched.verified_by
+        result.source_url, result.source_revision = fetched.source_url, fetched.source_revision
         if not fetched.objects and not options.prune:
             raise RenderError(
                 f"{fetched.url}{'/' + options.source.path if options.source.path else ''} holds no objects"
             )
         client = client or Kube.from_kubeconfig(kubeconfig, pool=options.concurrency + 4)
-        objects = fetched.objects
+        # decrypted per object before substitution (as Flux), through the runner's own client
+        objects = decrypt.apply(fetched.objects, options.decryption, client, result.namespace)
         if options.post_build is not None and options.post_build.wanted:
             # the runner's own client, as for secretRefs: the sources live in the runner namespace
             variables = substitute.load_variables(options.post_build, client, result.namespace)
@@ -383,8 +392,12 @@ def reconcile(
         if user is not None:  # a tenant's pass: the API server allows what its RBAC allows
             writer = writer.impersonating(user)
         run = Pass(writer, options, result, request=requested_at)
+        result.previous_digest = run.inventory.digest
+        result.previous_status = str(run.inventory.last_result.get("status") or "")
         if rollback.refused(run.inventory, result, retry=retry_rejected or bool(requested_at)):
             return result
+        if applying is not None:
+            applying(result)
         try:
             run.run(objects)
         except LockgateError as exc:

@@ -37,6 +37,12 @@ class Result:
     skipped: str = ""
     #: what else a person should know (a rejected digest retried, a digest from outside the history)
     notes: list[str] = field(default_factory=list)
+    #: the artifact's origin annotations (``org.opencontainers.image.source`` and ``.revision``)
+    source_url: str = ""
+    source_revision: str = ""
+    #: the inventory's digest and last result status before this pass (what was reported already)
+    previous_digest: str = ""
+    previous_status: str = ""
 
     @property
     def ok(self) -> bool:

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 
 from lockgate import manifests, registry, render, semver
 from lockgate.artifact import pull
+from lockgate.artifact.manifest import NotFluxArtifact
 from lockgate.errors import RenderError, ResolveError, UsageError, VerificationError
 from lockgate.manifests import K8sObject
 from lockgate.signing.options import Spelling
@@ -27,6 +28,7 @@ if TYPE_CHECKING:
     from lockgate.signing.policy import Policy
 
 REVISION_ANNOTATION = "org.opencontainers.image.revision"
+SOURCE_ANNOTATION = "org.opencontainers.image.source"
 _PURPOSE = "the artifact holds a kustomization, and building it"
 #: ``lockgate reconcile`` flags
 FLAGS = Spelling(
@@ -76,6 +78,8 @@ class Fetched:
     source_revision: str
     verified_by: str
     objects: list[K8sObject]
+    #: the artifact's ``org.opencontainers.image.source`` annotation (the repository it was built from)
+    source_url: str = ""
 
     @property
     def url(self) -> str:
@@ -129,7 +133,13 @@ def render_objects(root: Path, path: str | None) -> list[K8sObject]:
         raise UsageError(f"--path {path!r} leaves the artifact")
     if not directory.exists():
         raise RenderError(f"--path {path!r}: the artifact has no such directory")
-    if render.kind_of(directory) == "kustomize":
+    kind = render.kind_of(directory)
+    if kind == "helm":
+        raise RenderError(
+            f"{path or '.'}: the artifact holds a Helm chart (Chart.yaml), not manifests; push the "
+            "chart with `lockgate push --render` so the rendered objects are applied"
+        )
+    if kind == "kustomize":
         shown = path or "."
         text = render.kustomize_build(directory, purpose=_PURPOSE, shown=shown)
         objects = manifests.load_text(text, f"kustomize build {shown}")
@@ -173,7 +183,15 @@ def fetch(
     ref = resolve(spec, client)
     digest, signer = _pin(spec, ref, client, policy)
     with tempfile.TemporaryDirectory(prefix="lockgate-reconcile-") as tmp:
-        pulled = pull.pull(client, ref, Path(tmp) / "artifact", digest=digest)
+        try:
+            pulled = pull.pull(client, ref, Path(tmp) / "artifact", digest=digest)
+        except NotFluxArtifact as exc:
+            # reconcile has no --media-type: say how to publish what it can apply
+            raise ResolveError(
+                f"{exc.where}: layer media type {exc.media_type} is not a tar+gzip layer, so this is "
+                "not a Flux artifact; publish the manifests with `lockgate push` (or `flux push "
+                "artifact`) and reconcile that"
+            ) from None
         objects = render_objects(Path(tmp) / "artifact", spec.path)
     revision = f"{ref.tag}@{digest}" if ref.tag and not ref.digest else digest
     return Fetched(
@@ -183,6 +201,7 @@ def fetch(
         source_revision=pulled.resolved.manifest.annotations.get(REVISION_ANNOTATION, ""),
         verified_by=signer,
         objects=objects,
+        source_url=pulled.resolved.manifest.annotations.get(SOURCE_ANNOTATION, ""),
     )
 
 

@@ -246,3 +246,69 @@ def compute(obj: dict[str, Any] | None, *, now: float) -> Health:
     if ready is not None and ready.get("status") == "False":
         return Health(HealthStatus.IN_PROGRESS, ready.get("message") or "Ready is False")
     return CURRENT
+
+
+#: workload kinds whose Pods are looked at when they stay unhealthy (Kind.group)
+WORKLOADS = frozenset(
+    {"Deployment.apps", "StatefulSet.apps", "DaemonSet.apps", "ReplicaSet.apps", "Job.batch"}
+)
+
+_CONTAINER_TROUBLE = (
+    "CrashLoopBackOff",
+    "ImagePullBackOff",
+    "ErrImagePull",
+    "CreateContainerConfigError",
+    "CreateContainerError",
+    "InvalidImageName",
+    "RunContainerError",
+)
+
+
+def pod_selector(obj: dict[str, Any]) -> str | None:
+    """The label selector of a workload's Pods (``spec.selector.matchLabels``), if it has one."""
+    spec = obj.get("spec") or {}
+    selector = spec.get("selector") or {}
+    labels = selector.get("matchLabels") if isinstance(selector, dict) else None
+    if not isinstance(labels, dict) or not labels:
+        return None
+    return ",".join(f"{k}={v}" for k, v in sorted(labels.items()))
+
+
+def _pod_trouble(pod_obj: dict[str, Any]) -> str | None:
+    name = metadata_of(pod_obj).get("name", "")
+    scheduled = conditions_of(pod_obj).get("PodScheduled", _NONE)
+    if scheduled.get("status") == "False":
+        return (
+            f"Pod {name}: {scheduled.get('reason', 'NotScheduled')}: {scheduled.get('message', '')}".rstrip(
+                ": "
+            )
+        )
+    status = pod_obj.get("status") or {}
+    for container in [*(status.get("initContainerStatuses") or []), *(status.get("containerStatuses") or [])]:
+        state = container.get("state") or {}
+        waiting = state.get("waiting") or {}
+        if waiting.get("reason") in _CONTAINER_TROUBLE:
+            said = f": {waiting['message']}" if waiting.get("message") else ""
+            return f"Pod {name}: container {container.get('name')}: {waiting['reason']}{said}"
+        last = (container.get("lastState") or {}).get("terminated") or {}
+        if last.get("exitCode") not in (None, 0):
+            return (
+                f"Pod {name}: container {container.get('name')} exited with {last['exitCode']}"
+                f" ({last.get('reason', 'Error')})"
+            )
+    ready = conditions_of(pod_obj).get("Ready", _NONE)
+    if ready.get("status") == "False" and ready.get("message"):
+        return f"Pod {name}: {ready.get('reason', 'NotReady')}: {ready['message']}"
+    return None
+
+
+def explain_pods(pods: list[dict[str, Any]]) -> str | None:
+    """What the Pods underneath a workload say (the first telling one), e.g. ``Pod web-1:
+    Unschedulable: 0/3 nodes are available: Insufficient cpu``; None when they say nothing."""
+    ordered = sorted(pods, key=lambda p: str(metadata_of(p).get("name", "")))
+    for pod_obj in ordered:
+        trouble = _pod_trouble(pod_obj)
+        if trouble:
+            more = len(ordered) - 1
+            return trouble + (f" (and {more} more pod{'s' if more > 1 else ''})" if more else "")
+    return None

@@ -1,4 +1,4 @@
-"""Per-object policy read from annotations (or labels): how to apply, force, prune.
+"""Per-object policy read from annotations (or labels): how to apply, force, prune, adopt.
 
 Lockgate's own keys are ``lockgate.dev/<name>``; Flux's ``kustomize.toolkit.fluxcd.io/<name>``
 keys mean the same, so a Flux user's manifests migrate unchanged. Values match
@@ -35,6 +35,8 @@ class ObjectPolicy:
     force: bool = False
     prune: bool = True
     reconcile: bool = True
+    #: ``lockgate.dev/adopt: enabled``: take the object from another ApplySet (another sync)
+    adopt: bool = False
 
     @property
     def applies(self) -> bool:
@@ -89,4 +91,5 @@ def policy_of(body: dict[str, Any], *, where: str = "") -> ObjectPolicy:
         force=_lookup(metadata, "force") == ENABLED,
         prune=_lookup(metadata, "prune") != DISABLED,
         reconcile=_lookup(metadata, "reconcile") != DISABLED,
+        adopt=_lookup(metadata, "adopt") == ENABLED,
     )

@@ -9,6 +9,7 @@ concurrent writer makes it fail instead of being overwritten.
 
 from __future__ import annotations
 
+import copy
 import datetime as dt
 from typing import Any
 
@@ -84,3 +85,85 @@ def takeover_patch(live: dict[str, Any], manager: str) -> list[dict[str, Any]]:
         escaped = LAST_APPLIED.replace("~", "~0").replace("/", "~1")
         ops.append({"op": "remove", "path": f"/metadata/annotations/{escaped}"})
     return ops
+
+
+def _owned_paths(fields: dict[str, Any], prefix: tuple[str, ...] = ()) -> list[tuple[str, ...]]:
+    """The leaf map paths of a FieldsV1 set (``f:`` keys only; list entries are not followed)."""
+    paths: list[tuple[str, ...]] = []
+    for key, value in fields.items():
+        if not key.startswith("f:"):
+            continue  # "." (the map itself), k:/v:/i: list entries
+        path = (*prefix, key[2:])
+        children = [k for k in value if k.startswith("f:")] if isinstance(value, dict) else []
+        if children:
+            paths.extend(_owned_paths(value, path))
+        elif not (isinstance(value, dict) and any(k.startswith(("k:", "v:", "i:")) for k in value)):
+            paths.append(path)
+    return paths
+
+
+def _has(body: Any, path: tuple[str, ...]) -> bool:
+    for part in path:
+        if not isinstance(body, dict) or part not in body:
+            return False
+        body = body[part]
+    return True
+
+
+def _remove(body: dict[str, Any], path: tuple[str, ...]) -> None:
+    parents: list[dict[str, Any]] = []
+    node: Any = body
+    for part in path[:-1]:
+        if not isinstance(node, dict) or not isinstance(node.get(part), dict):
+            return
+        parents.append(node)
+        node = node[part]
+    if isinstance(node, dict):
+        node.pop(path[-1], None)
+        # an emptied map is dropped, as the server drops it
+        for parent, part in zip(reversed(parents), reversed(path[:-1]), strict=False):
+            if parent.get(part) == {}:
+                parent.pop(part)
+
+
+def predict_after_takeover(
+    live: dict[str, Any], dry: dict[str, Any], desired: dict[str, Any], manager: str
+) -> dict[str, Any]:
+    """What the object looks like after the real pass's takeover and apply, from the dry run
+    of the apply alone (``dry``): a dry run cannot chain the takeover patch, so the fields
+    only kubectl owned that ``desired`` does not set are removed here, as the apply after
+    the takeover removes them, and kubectl's last-applied annotation goes.
+
+    List entries (``k:``/``v:`` keys) are not followed: such a field stays as the dry run shows it.
+    """
+    taken: dict[str, Any] = {}
+    others: list[dict[str, Any]] = []
+    for entry in managed_fields_of(live):
+        if entry.get("manager") == manager and entry.get("operation") == "Apply":
+            continue
+        if _taken_over(entry, manager):
+            _merge(taken, entry.get("fieldsV1") or {})
+        elif not entry.get("subresource"):
+            others.append(entry.get("fieldsV1") or {})
+    result = copy.deepcopy(dry)
+    for path in _owned_paths(taken):
+        if path == ("metadata", "annotations", LAST_APPLIED) or _has(desired, path):
+            continue
+        if any(_has_fields(other, path) for other in others):
+            continue  # another manager keeps it
+        _remove(result, path)
+    annotations = metadata_of(result).get("annotations")
+    if isinstance(annotations, dict):
+        annotations.pop(LAST_APPLIED, None)
+        if not annotations:
+            metadata_of(result).pop("annotations", None)
+    return result
+
+
+def _has_fields(fields: dict[str, Any], path: tuple[str, ...]) -> bool:
+    node: Any = fields
+    for part in path:
+        if not isinstance(node, dict) or f"f:{part}" not in node:
+            return False
+        node = node[f"f:{part}"]
+    return True

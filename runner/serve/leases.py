@@ -400,7 +400,12 @@ class Membership:
 
 
 def reconcile(
-    keeper: LeaseKeeper, options: SyncOptions, *, kubeconfig: Path | None = None, kube: Kube | None = None
+    keeper: LeaseKeeper,
+    options: SyncOptions,
+    *,
+    kubeconfig: Path | None = None,
+    kube: Kube | None = None,
+    applying: Callable[[Result], None] | None = None,
 ) -> Result:
     """One pass under the sync's Lease (``lockgate reconcile --config``, the CronJob mode).
 
@@ -408,7 +413,7 @@ def reconcile(
     not failed; a dry run takes no Lease. Never raises ``LockgateError``, as ``reconcile``.
     """
     if options.dry_run:
-        return pipeline.reconcile(options, kube=kube, kubeconfig=kubeconfig)
+        return pipeline.reconcile(options, kube=kube, kubeconfig=kubeconfig, applying=applying)
     try:
         pipeline.check_name(options.name)
         namespace = pipeline.runner_namespace(options.namespace)
@@ -418,7 +423,9 @@ def reconcile(
     if not isinstance(taken, Held):
         return Result(name=options.name, namespace=namespace, skipped=f"held by {taken}")
     with taken:
-        return pipeline.reconcile(options, kube=kube, kubeconfig=kubeconfig, guard=taken.guard)
+        return pipeline.reconcile(
+            options, kube=kube, kubeconfig=kubeconfig, guard=taken.guard, applying=applying
+        )
 
 
 def rollback(

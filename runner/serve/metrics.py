@@ -27,6 +27,7 @@ from runner.pipeline.reconcile import SyncOptions
 from runner.pipeline.result import Result
 
 KIND = "Sync"
+PROVIDERS = ("github", "generic", "slack")
 OUTCOMES = ("applied", "unchanged", "skipped", "failed", "abandoned", "rolledBack")
 # passes that ended with the cluster holding the sync's objects: they set the managed count
 _SETTLED = frozenset({"applied", "unchanged", "rolledBack"})
@@ -102,6 +103,19 @@ class Metrics:
         )
         for result in ("success", "failure"):
             self._reloads.labels(result)
+        self._notifications = prometheus_client.Counter(
+            "lockgate_notifications",
+            "Notifications delivered (commit statuses, events, messages), by provider type and sync.",
+            ["provider", "sync"],
+            registry=self.registry,
+        )
+        self._notification_failures = prometheus_client.Counter(
+            "lockgate_notification_failures",
+            "Notifications given up (after the retries, or dropped by a full queue), by provider "
+            "type and sync; the pass itself is not failed.",
+            ["provider", "sync"],
+            registry=self.registry,
+        )
         self._lock = threading.Lock()
         self._info_labels: dict[tuple[str, str], tuple[str, ...]] = {}
         self._settled_digest: dict[tuple[str, str], str] = {}
@@ -170,6 +184,10 @@ class Metrics:
                     metric.remove(name, namespace)
             with contextlib.suppress(KeyError):
                 self._duration.remove(KIND, name, namespace)
+            for provider in PROVIDERS:
+                for counter in (self._notifications, self._notification_failures):
+                    with contextlib.suppress(KeyError):
+                        counter.remove(provider, name)
 
     def count_api(self, counts: Mapping[str, int]) -> None:
         """Add request deltas per verb (``get``, ``list``, ``patch``...) as ``Kube.counts`` keeps them."""
@@ -181,6 +199,12 @@ class Metrics:
         """Add ``n`` registry requests of ``verb`` (lower-case HTTP method, as ``Transport.counts``)."""
         if n > 0:
             self._registry_requests.labels(verb.lower()).inc(n)
+
+    def notification_sent(self, provider: str, sync: str) -> None:
+        self._notifications.labels(provider, sync).inc()
+
+    def notification_failed(self, provider: str, sync: str) -> None:
+        self._notification_failures.labels(provider, sync).inc()
 
     def reload(self, ok: bool) -> None:
         self._reloads.labels("success" if ok else "failure").inc()

@@ -20,6 +20,7 @@ import logging
 import signal
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -38,7 +39,9 @@ from runner.serve import leases
 from runner.serve import log as log_mod
 from runner.serve.http import HttpServers, build_app
 from runner.serve.metrics import Metrics
+from runner.serve.notify import delivery, notifier
 from runner.serve.scheduler import Outcome, Scheduler
+from runner.serve.web import served
 
 log = logging.getLogger("lockgate.serve")
 
@@ -102,6 +105,12 @@ class Service:
             dependency_ready=self._dependency_ready,
             observe=self._observe,
         )
+        self.notifier = notifier.Notifier(
+            delivery.Queue(failed=self.metrics.notification_failed, sent=self.metrics.notification_sent),
+            kube=lambda: self.kube,
+            cluster=settings.cluster_name,
+            instance=self.identity,
+        )
         self._registries: dict[tuple[str, str], tuple[float, registry.RegistryClient]] = {}
         self._registry_lock = threading.Lock()
         self._token: tuple[float, bytes | None] = (0.0, None)
@@ -117,6 +126,16 @@ class Service:
         self.http = HttpServers(
             build_app(self, self.metrics, max_body_bytes=settings.max_body_bytes), addresses
         )
+        self.page = served.create(
+            settings.status_page,
+            where=f"--config {config_path}",
+            taken=addresses,
+            kube=self.kube,
+            namespace=self.namespace,
+            snapshot=self.scheduler.snapshot,
+            namespaces=lambda: dict(self._namespaces),
+            registry_for=self._page_registry,
+        )
 
     # ---- lifecycle -----------------------------------------------------------------
     def start(self) -> None:
@@ -129,6 +148,8 @@ class Service:
             except LockgateError as exc:  # the API server may come up later: not ready until then
                 log.warning("membership heartbeat failed", extra={"reason": exc.message.splitlines()[0]})
         self.http.start()
+        if self.page is not None:
+            self.page.start()
         self.scheduler.start()
         threading.Thread(target=self._housekeeping, name="lockgate-housekeeping", daemon=True).start()
         log.info(
@@ -151,12 +172,16 @@ class Service:
         self._stop.set()
         deadline = time.monotonic() + self.grace
         clean = self.scheduler.stop(grace=max(1.0, self.grace - 3.0))
+        # what the last passes reported, within what is left of the grace period
+        self.notifier.flush(min(notifier.FLUSH_SECONDS, max(0.0, deadline - time.monotonic() - 2.0)))
         if self.membership is not None:
             try:
                 self.membership.leave()
             except LockgateError as exc:
                 log.warning("could not leave the membership", extra={"reason": exc.message})
         self.http.stop(timeout=max(0.5, deadline - time.monotonic()))
+        if self.page is not None:
+            self.page.stop(timeout=max(0.5, deadline - time.monotonic()))
         log.info("stopped", extra={"clean": clean})
         return clean
 
@@ -192,15 +217,17 @@ class Service:
             self.config = _refused(self.config, digest)
             return self._refuse(exc.message)
         old = self.config.runner
-        if (old.metrics_address, old.webhook_address) != (
+        if (old.metrics_address, old.webhook_address, old.status_page) != (
             cfg.runner.metrics_address,
             cfg.runner.webhook_address,
+            cfg.runner.status_page,
         ):
             log.warning(
                 "listen addresses change on restart, not on reload", extra={"file": str(self.config_path)}
             )
         self.config = cfg
         self._configure(cfg)
+        self.notifier.cluster = cfg.runner.cluster_name
         self.health.reload_error = ""
         self.metrics.reload(True)
         log.info("configuration reloaded", extra={"file": str(self.config_path), "syncs": len(cfg.syncs)})
@@ -250,11 +277,27 @@ class Service:
             self._registries[key] = (now, client)
         return client
 
+    def _page_registry(self, sync: str, url: str) -> registry.RegistryClient | None:
+        """The status page's client for a sync's registry: the one its passes use."""
+        options = next((o for o in self.config.syncs if o.name == sync), None)
+        return None if options is None else self._registry(options)
+
     def _check(self, options: pipeline.SyncOptions) -> str:
         client = self._registry(options)
         return source.current_digest(options.source, client)
 
     def _run(self, options: pipeline.SyncOptions, requested_by_person: bool, guard: Any) -> Result:
+        return self.notifier.around(
+            options, lambda applying: self._pass(options, requested_by_person, guard, applying)
+        )
+
+    def _pass(
+        self,
+        options: pipeline.SyncOptions,
+        requested_by_person: bool,
+        guard: Any,
+        applying: Callable[[Result], None] | None,
+    ) -> Result:
         namespace = pipeline.runner_namespace(options.namespace)
         held: leases.Held | None = None
         if self.keeper is not None:
@@ -288,6 +331,7 @@ class Service:
                 retry_rejected=requested_by_person,
                 requested_at=requested_at,
                 registry_client=client,
+                applying=applying,
             )
         finally:
             if held is not None:
@@ -329,6 +373,8 @@ class Service:
             ready=state.ready,
             suspended=options.schedule.suspend,
         )
+        if self.page is not None:
+            self.page.observe(outcome)
 
     def _on_request(self, sync: str, value: str) -> None:
         self._requests[sync] = value

@@ -23,9 +23,11 @@ from lockgate.errors import Abandoned, ApplyError, LockgateError
 from lockgate.manifests import ObjectKey
 from runner.kube.discovery import Resource
 from runner.kube.errors import KubeError, NotFoundError
-from runner.plan import classify, kinds, takeover
+from runner.plan import applyset, classify, kinds, takeover
 from runner.plan.desired import Desired
+from runner.plan.objects import labels_of
 from runner.plan.policy import SSAMode
+from runner.ssa import owners
 from runner.ssa.manager import Manager
 
 MAX_LISTED = 20
@@ -87,18 +89,30 @@ class StageApplier:
     def index(
         self, items: Sequence[Desired], resources: Mapping[ObjectKey, Resource]
     ) -> dict[ObjectKey, Live]:
+        """The live members of our set, and a refusal of any object another set owns.
+
+        Two selective LISTs per resource and namespace: our members (the fast path), and
+        objects labelled part of a *different* ApplySet (usually none, so a small answer).
+        An object found there is refused unless annotated ``lockgate.dev/adopt: enabled``:
+        two syncs would otherwise take it from each other on every pass (kapp refuses too).
+        """
         groups: dict[tuple[Resource, str], dict[str, Desired]] = {}
         for item in items:
             res = resources.get(item.key)
             if res is not None:
                 groups.setdefault((res, item.key.namespace), {})[item.key.name] = item
 
-        def list_group(group: tuple[tuple[Resource, str], dict[str, Desired]]) -> dict[ObjectKey, Live]:
-            (res, namespace), wanted = group
+        def list_group(task: tuple[bool, tuple[Resource, str], dict[str, Desired]]) -> dict[ObjectKey, Live]:
+            foreign, (res, namespace), wanted = task
+            selector = self.mgr.foreign_selector if foreign else self.mgr.member_selector
             found: dict[ObjectKey, Live] = {}
-            for live in self.mgr.kube.list_all(res, namespace, label_selector=self.mgr.member_selector):
+            for live in self.mgr.kube.list_all(res, namespace, label_selector=selector):
                 item = wanted.get(live.get("metadata", {}).get("name", ""))
                 if item is None:
+                    continue
+                if foreign:
+                    if not item.policy.adopt:
+                        found[item.key] = live
                     continue
                 fast = classify.fast_unchanged(
                     item, live, recorded_hash=self.recorded.get(item.key, ""), manager=self.mgr.field_manager
@@ -106,13 +120,33 @@ class StageApplier:
                 found[item.key] = UNCHANGED if fast else live
             return found
 
+        tasks = [(foreign, group, wanted) for group, wanted in groups.items() for foreign in (False, True)]
         index: dict[ObjectKey, Live] = {}
-        results = self.mgr.each(list_group, list(groups.items()))
-        for result in results:
+        owned_elsewhere: dict[ObjectKey, dict[str, Any]] = {}
+        for (foreign, _, _), result in zip(tasks, self.mgr.each(list_group, tasks), strict=True):
             if isinstance(result, LockgateError):
                 raise result
-            index.update(result)
+            if foreign:
+                owned_elsewhere.update({k: v for k, v in result.items() if isinstance(v, dict)})
+            else:
+                index.update(result)
+        if owned_elsewhere:
+            by_key = {item.key: item for item in items}
+            keys = sorted(owned_elsewhere, key=str)
+            errors = [self._owned_elsewhere(by_key[key], owned_elsewhere[key]) for key in keys]
+            raise ApplyFailed(errors, ChangeSet())
         return index
+
+    def _owned_elsewhere(self, item: Desired, live: dict[str, Any]) -> LockgateError:
+        other = labels_of(live).get(applyset.PART_OF_LABEL, "")
+        owner = owners.describe(self.mgr.kube, other)
+        return _about(
+            item,
+            ApplyError(
+                f"already applied by {owner}; one object has one owner: remove it from one of the "
+                "two, or annotate it lockgate.dev/adopt: enabled to take it over"
+            ),
+        )
 
     # ---- one object ----------------------------------------------------------------
     def one(self, item: Desired, res: Resource | None, state: Live | None) -> Entry:
@@ -148,8 +182,13 @@ class StageApplier:
 
     def _dry_run(self, item: Desired, res: Resource, live: dict[str, Any]) -> classify.Classification:
         """Dry-run ``item`` against its live object; raises ``KubeError`` (e.g. immutable fields)."""
-        _, dry = self.mgr.kube.apply(res, item.body, manager=self.mgr.field_manager, dry_run=True)
-        took_over = item.policy.takes_over and takeover.needs_takeover(live, self.mgr.field_manager)
+        manager = self.mgr.field_manager
+        _, dry = self.mgr.kube.apply(res, item.body, manager=manager, dry_run=True)
+        took_over = item.policy.takes_over and takeover.needs_takeover(live, manager)
+        if took_over:
+            # the real pass takes kubectl's fields over first, so its apply removes those we
+            # do not set: show exactly that, field by field
+            dry = takeover.predict_after_takeover(live, dry, item.body, manager)
         return classify.compare(live, dry, took_over=took_over)
 
     def _update(self, item: Desired, res: Resource, live: dict[str, Any]) -> Entry:

@@ -41,6 +41,11 @@ class Manager:
     def member_selector(self) -> str:
         return f"{applyset.PART_OF_LABEL}={self.set_id}"
 
+    @property
+    def foreign_selector(self) -> str:
+        """Objects of another ApplySet: the part-of label is there and names a different set."""
+        return f"{applyset.PART_OF_LABEL},{applyset.PART_OF_LABEL}!={self.set_id}"
+
     def resource(self, api_version: str, kind: str) -> Resource:
         return self.kube.resource(api_version, kind)
 

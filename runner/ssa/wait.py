@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from lockgate.errors import HealthError, LockgateError
@@ -138,6 +138,35 @@ def _describe(report: dict[ObjectKey, Health], keys: Sequence[ObjectKey]) -> str
 
 
 Group = tuple[Resource, str, str]
+POD = Resource("", "v1", "Pod", "pods", True)
+
+
+def _explain_workloads(
+    mgr: Manager,
+    targets: Sequence[tuple[ObjectKey, Resource]],
+    report: dict[ObjectKey, Health],
+    unhealthy: Sequence[ObjectKey],
+    getter: Callable[[tuple[ObjectKey, Resource]], Callable[[str], dict[str, object] | None]],
+) -> None:
+    """Add what the Pods say to each unhealthy workload's message: one LIST per workload,
+    only on the way out of a failed wait (never during a healthy one)."""
+    resources = dict(targets)
+    for key in unhealthy:
+        res = resources[key]
+        if f"{key.kind}.{res.group}" not in health.WORKLOADS:
+            continue
+        obj = getter((key, res))(key.name)
+        selector = health.pod_selector(dict(obj)) if obj is not None else None
+        if selector is None:
+            continue
+        try:
+            pods = list(mgr.kube.list_all(POD, key.namespace, label_selector=selector, limit=50))
+        except LockgateError:
+            continue  # not allowed to list Pods: the workload's own reason stands
+        said = health.explain_pods(pods)
+        if said:
+            before = report[key]
+            report[key] = Health(before.status, f"{before.message}; {said}" if before.message else said)
 
 
 def wait(
@@ -183,11 +212,13 @@ def wait(
                 report[key] = health.compute(dict(obj) if obj is not None else None, now=now)
             failed = [k for k, _ in targets if report[k].status is HealthStatus.FAILED]
             if failed and options.fail_fast:
+                _explain_workloads(mgr, targets, report, failed, lambda key: watchers[group_of(*key)].get)
                 raise HealthFailed(f"{len(failed)} object(s) failed:\n" + _describe(report, failed), report)
             pending = [k for k, _ in targets if report[k].status is not HealthStatus.CURRENT]
             if not pending:
                 return report
             if time.monotonic() >= deadline:
+                _explain_workloads(mgr, targets, report, pending, lambda key: watchers[group_of(*key)].get)
                 raise HealthFailed(
                     f"timed out after {options.timeout:g}s waiting for {len(pending)} object(s):\n"
                     + _describe(report, pending),

@@ -95,6 +95,7 @@ def test_tampered_blob_is_refused_and_leaves_nothing(
 def test_inspect_shows_annotations_files_and_sizes(registry: Registry, unique: str, tmp_path: Path) -> None:
     ref, digest = _pushed(registry, unique, tmp_path)
     info = inspect_mod.inspect(client(registry, ref), ref)
+    assert isinstance(info, inspect_mod.Inspection)
     assert info.resolved.digest == digest
     assert [(f.name, f.size) for f in info.files if not f.is_dir] == [
         ("apps/web.yaml", (tmp_path / "src" / "apps" / "web.yaml").stat().st_size),

@@ -80,6 +80,9 @@ def test_fails_fast_on_an_unschedulable_deployment(
     assert run.code == 6, run.err
     assert time.monotonic() - started < 90
     assert f"Deployment.apps/{unique}/stuck: Failed: progress deadline exceeded" in run.err
+    # the condition underneath, from the Pod: the scheduler's own words
+    assert "Pod stuck-" in run.err and "Unschedulable: 0/" in run.err, run.err
+    assert "node(s) didn't match Pod's node affinity/selector" in run.err, run.err
 
 
 def test_timeout_lists_each_unhealthy_object_with_its_reason(
@@ -99,3 +102,6 @@ def test_timeout_lists_each_unhealthy_object_with_its_reason(
     assert "timed out after 8s waiting for 1 object(s)" in result.error.message
     assert f"Deployment.apps/{unique}/stuck: InProgress:" in result.error.message
     assert f"Deployment.apps/{unique}/ok" not in result.error.message
+    # the JSON health map is filled on a timeout too, with the Pod's condition underneath
+    stuck = result.to_json()["health"][f"Deployment.apps/{unique}/stuck"]
+    assert stuck["status"] == "InProgress" and "Unschedulable: 0/" in stuck["message"], stuck

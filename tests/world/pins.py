@@ -232,7 +232,16 @@ COMPONENTS: dict[str, GoComponent] = {
             staging_version="v1.9.5",
             bench_only=True,
         ),
-        # the linter of action.yml and the workflows (tests/unit/test_action_lint.py)
+        # the SOPS CLI that encrypts the decryption tests' fixtures (lockgate decrypts them
+        # itself, tests/integration/test_reconcile_decrypt.py); age comes from Debian
+        GoComponent(
+            name="sops",
+            module="github.com/getsops/sops/v3",
+            version="v3.13.3",
+            programs={"sops": "github.com/getsops/sops/v3/cmd/sops"},
+        ),
+        # the linter of the workflows, and through them of action.yml's inputs
+        # (tests/unit/action/test_github_action_yml.py)
         GoComponent(
             name="actionlint",
             module="github.com/rhysd/actionlint",

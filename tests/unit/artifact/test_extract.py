@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import gzip
 import io
+import os
 import tarfile
 from pathlib import Path
 
 import pytest
 
 from lockgate.artifact import extract
-from lockgate.errors import UsageError, VerificationError
+from lockgate.errors import ExitCode, UsageError, VerificationError
 
 
 def _member(
@@ -45,6 +46,22 @@ def test_extracts_files_and_dirs_with_normal_modes(tmp_path: Path) -> None:
     assert (tmp_path / "out" / "a.yaml").read_text() == "kind: X\n"
     assert (tmp_path / "out" / "bin" / "run.sh").stat().st_mode & 0o7777 == 0o755
     assert (tmp_path / "out" / "a.yaml").stat().st_mode & 0o7777 == 0o644
+    # the directory itself, as `flux pull` makes it (not mkdtemp's 0700)
+    assert (tmp_path / "out").stat().st_mode & 0o7777 == 0o755
+
+
+def test_modes_follow_the_umask(tmp_path: Path) -> None:
+    exe, _ = _member("bin/run.sh", data=b"#!/bin/sh\n")
+    exe.mode = 0o755
+    layer = _layer(_member("bin", tarfile.DIRTYPE), (exe, b"#!/bin/sh\n"), _member("a.yaml"))
+    old = os.umask(0o077)
+    try:
+        extract.extract(layer, tmp_path / "out")
+    finally:
+        os.umask(old)
+    modes = {p.name: p.stat().st_mode & 0o7777 for p in (tmp_path / "out").rglob("*")}
+    assert modes == {"bin": 0o700, "run.sh": 0o700, "a.yaml": 0o600}
+    assert (tmp_path / "out").stat().st_mode & 0o7777 == 0o700
 
 
 @pytest.mark.parametrize(
@@ -83,13 +100,15 @@ def test_refuses_and_leaves_nothing(tmp_path: Path, member: tuple[tarfile.TarInf
 
 def test_limits_on_count_size_and_ratio(tmp_path: Path) -> None:
     many = _layer(*(_member(f"f{i}.yaml") for i in range(5)))
-    with pytest.raises(extract.UnsafeArtifactError, match=r"f3\.yaml.*more than 3 files"):
+    with pytest.raises(extract.LimitExceeded, match=r"f3\.yaml.*more than 3 files") as caught:
         extract.extract(many, tmp_path / "a", extract.Limits(max_files=3))
+    # a limit is not a verification failure (exit 4): the artifact could not be read within it
+    assert caught.value.exit_code == ExitCode.RENDER
     big = _layer(_member("big.yaml", data=b"y" * 5000))
-    with pytest.raises(extract.UnsafeArtifactError, match=r"big\.yaml.*exceeds 4000 bytes"):
+    with pytest.raises(extract.LimitExceeded, match=r"big\.yaml.*exceeds 4000 bytes"):
         extract.extract(big, tmp_path / "b", extract.Limits(max_total_bytes=4000))
     bomb = _layer(_member("bomb.yaml", data=b"\0" * (4 << 20)))
-    with pytest.raises(extract.UnsafeArtifactError, match=r"bomb\.yaml.*compression ratio above 50:1"):
+    with pytest.raises(extract.LimitExceeded, match=r"bomb\.yaml.*compression ratio above 50:1"):
         extract.extract(bomb, tmp_path / "c", extract.Limits(max_ratio=50, ratio_floor=1 << 20))
     assert list(tmp_path.iterdir()) == []
 

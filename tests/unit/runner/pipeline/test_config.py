@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from lockgate.errors import UsageError
+from lockgate.signing.options import VerifyOptions
 from lockgate.signing.policy import KeylessPolicy
 from runner.pipeline import config, reconcile
 
@@ -244,3 +245,38 @@ def test_runner_settings_are_validated(tmp_path: Path) -> None:
 def test_what_is_not_a_config_file(tmp_path: Path, text: str, expected: str) -> None:
     (problem,) = _problems(_file(tmp_path, text))
     assert problem.startswith(f"{tmp_path}/{expected}")
+
+
+def _decryption_sync(tmp_path: Path, decryption: str) -> Path:
+    path = tmp_path / "syncs.yaml"
+    path.write_text(
+        "apiVersion: lockgate.dev/v1alpha1\nkind: Sync\nmetadata: {name: web}\n"
+        "spec:\n  url: oci://127.0.0.1:5000/web\n  interval: 5m\n  verify: {insecureSkip: true}\n"
+        f"  decryption: {decryption}\n"
+    )
+    return path
+
+
+def test_decryption_is_read_as_fluxs_and_checks_the_mac_by_default(tmp_path: Path) -> None:
+    (sync,) = config.load(_decryption_sync(tmp_path, "{provider: sops, secretRef: {name: sops-age}}")).syncs
+    assert sync.decryption is not None
+    assert (sync.decryption.provider, sync.decryption.secret_ref, sync.decryption.check_mac) == (
+        "sops",
+        "sops-age",
+        True,
+    )
+    (off,) = config.load(
+        _decryption_sync(tmp_path, "{provider: sops, secretRef: {name: k}, checkMAC: false}")
+    ).syncs
+    assert off.decryption is not None and off.decryption.check_mac is False
+    flags = config.sync_options(
+        name="web", url="oci://h/r:1", verify=VerifyOptions(insecure_skip=True), decryption_secret="k"
+    )
+    assert flags.decryption is not None and flags.decryption.secret_ref == "k"
+    plain = config.sync_options(name="web", url="oci://h/r:1", verify=VerifyOptions(insecure_skip=True))
+    assert plain.decryption is None
+
+
+def test_an_unknown_decryption_provider_is_refused_naming_the_field(tmp_path: Path) -> None:
+    with pytest.raises(UsageError, match=r"spec\.decryption\.provider"):
+        config.load(_decryption_sync(tmp_path, "{provider: vault, secretRef: {name: k}}"))

@@ -241,3 +241,35 @@ def test_the_table_is_public_and_extensible() -> None:
         assert health.compute(widget, now=NOW).status is HealthStatus.IN_PROGRESS
     finally:
         del health.RULES["Widget.example.com"]
+
+
+def test_explain_pods_gives_the_condition_underneath() -> None:
+    unschedulable = {
+        "metadata": {"name": "web-1"},
+        "status": {
+            "phase": "Pending",
+            "conditions": [
+                {
+                    "type": "PodScheduled",
+                    "status": "False",
+                    "reason": "Unschedulable",
+                    "message": "0/3 nodes are available: 3 Insufficient cpu.",
+                }
+            ],
+        },
+    }
+    pulling = {
+        "metadata": {"name": "web-2"},
+        "status": {
+            "containerStatuses": [
+                {"name": "app", "state": {"waiting": {"reason": "ImagePullBackOff", "message": "not found"}}}
+            ]
+        },
+    }
+    healthy = {"metadata": {"name": "web-0"}, "status": {"phase": "Running"}}
+    said = health.explain_pods([pulling, unschedulable, healthy])
+    assert said == "Pod web-1: Unschedulable: 0/3 nodes are available: 3 Insufficient cpu. (and 2 more pods)"
+    assert health.explain_pods([pulling]) == "Pod web-2: container app: ImagePullBackOff: not found"
+    assert health.explain_pods([healthy]) is None
+    assert health.pod_selector({"spec": {"selector": {"matchLabels": {"b": "2", "a": "1"}}}}) == "a=1,b=2"
+    assert health.pod_selector({"spec": {}}) is None

@@ -1,0 +1,44 @@
+"""Where a sync's outcome is reported: the providers of a Sync's and the Runner's ``notify`` lists.
+
+A value of the configuration, resolved once when the file is loaded (the commit status
+context holds the cluster and sync names already); the delivery is ``runner.serve.notify``'s.
+The pipeline only calls a hook when a pass starts applying, so ``pending`` can be posted.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+ProviderType = Literal["github", "generic", "slack"]
+DEFAULT_GITHUB_API = "https://api.github.com"
+DEFAULT_CLUSTER = "default"
+
+
+@dataclass(frozen=True)
+class Provider:
+    type: ProviderType
+    #: generic and slack: the URL to POST to (the Secret's ``address`` entry wins)
+    address: str | None = None
+    #: a Secret of the runner namespace: ``token`` (github token, generic HMAC key), ``address``
+    secret_ref: str | None = None
+    #: the namespace of ``secret_ref``; None: the sync's runner namespace
+    secret_namespace: str | None = None
+    #: github: the REST API base URL (GitHub Enterprise: ``https://HOST/api/v3``)
+    api_url: str = DEFAULT_GITHUB_API
+    #: github: the commit status context, with the cluster and sync names filled in
+    context: str = ""
+    #: github: the status's link
+    target_url: str | None = None
+
+    @property
+    def label(self) -> str:
+        """How logs and metrics name it: the type only (an address may hold a credential)."""
+        return self.type
+
+
+def context_for(template: str | None, *, cluster: str, sync: str) -> str:
+    """``lockgate/<cluster>/<sync>``, or ``template`` with ``{cluster}`` and ``{sync}`` replaced."""
+    if not template:
+        return f"lockgate/{cluster}/{sync}"
+    return template.replace("{cluster}", cluster).replace("{sync}", sync)

@@ -1,0 +1,158 @@
+"""The bodies of notifications, built from a pass's ``Result``: pure functions, no I/O.
+
+GitHub: ``POST {apiURL}/repos/OWNER/REPO/statuses/SHA`` with ``state``, ``context``,
+``description`` (GitHub takes at most 140 characters) and ``target_url``; the repository and
+commit come from the artifact's ``org.opencontainers.image.source`` and ``.revision``
+annotations (``main@sha1:<sha>``, Flux's format). Generic: Flux's event
+(``fluxcd/pkg`` ``runtime/events.Event``: ``involvedObject``, ``severity``, ``timestamp``,
+``message``, ``reason``, ``metadata``, ``reportingController``), with the metadata keys
+without a group prefix, as notification-controller forwards them. Slack: an incoming-webhook
+``text`` of one or two lines.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import hmac
+import json
+import re
+from dataclasses import dataclass
+from typing import Any, Literal
+from urllib.parse import quote
+
+from lockgate.errors import HealthError
+from runner.inventory import events
+from runner.pipeline.result import Result
+
+API_VERSION = "lockgate.dev/v1alpha1"
+KIND = "Sync"
+CONTROLLER = "lockgate"
+MAX_DESCRIPTION = 140
+#: Flux's limit on an event's message
+MAX_MESSAGE = 39_000
+HEALTH_FAILED = "HealthCheckFailed"
+
+State = Literal["pending", "success", "failure"]
+
+_SHA = re.compile(r"(?:^|[@/:])(?:sha1:|sha256:)?(?P<sha>[0-9a-f]{40}|[0-9a-f]{64})$")
+#: https://HOST/OWNER/REPO[.git], ssh://git@HOST/OWNER/REPO, git@HOST:OWNER/REPO
+_REPO = re.compile(
+    r"^(?:[a-z+]+://)?(?:[^@/]+@)?[^/:]+(?::\d+)?[/:](?P<owner>[^/]+)/(?P<repo>[^/]+?)(?:\.git)?/?$"
+)
+
+
+@dataclass(frozen=True)
+class Commit:
+    owner: str
+    repo: str
+    sha: str
+
+    def __str__(self) -> str:
+        return f"{self.owner}/{self.repo}@{self.sha[:12]}"
+
+
+def commit_of(source_url: str, revision: str) -> Commit | None:
+    """The commit an artifact was built from, or None when its annotations do not say."""
+    repo = _REPO.match(source_url.strip())
+    sha = _SHA.search(revision.strip().lower())
+    if repo is None or sha is None:
+        return None
+    return Commit(repo.group("owner"), repo.group("repo"), sha.group("sha"))
+
+
+def status_url(api_url: str, commit: Commit) -> str:
+    owner, repo = quote(commit.owner, safe=""), quote(commit.repo, safe="")
+    return f"{api_url.rstrip('/')}/repos/{owner}/{repo}/statuses/{commit.sha}"
+
+
+def outcome(result: Result) -> tuple[State, str]:
+    """The commit status of a finished pass: its state and a description of at most 140 chars."""
+    if result.error is None:
+        healthy = f", {len(result.health)} objects healthy" if result.health else ""
+        return "success", clip(f"applied {result.changeset.summary()}{healthy}", MAX_DESCRIPTION)
+    prefix = "health check failed: " if isinstance(result.error, HealthError) else ""
+    # the reason's lines in one (a health failure names the objects on the lines after the first)
+    reason = " ".join(line.strip() for line in result.error.message.splitlines() if line.strip())
+    return "failure", clip(prefix + reason, MAX_DESCRIPTION)
+
+
+def pending(result: Result) -> tuple[State, str]:
+    return "pending", clip(f"applying {result.revision or result.digest}", MAX_DESCRIPTION)
+
+
+def clip(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def commit_status(state: State, description: str, context: str, target_url: str | None) -> bytes:
+    body: dict[str, Any] = {"state": state, "context": context, "description": description}
+    if target_url:
+        body["target_url"] = target_url
+    return _dumps(body)
+
+
+def reason_of(result: Result) -> str:
+    if result.error is None:
+        return events.SUCCEEDED
+    if isinstance(result.error, HealthError):
+        return HEALTH_FAILED
+    return events.reason_for(result.error)
+
+
+def message_of(result: Result) -> str:
+    if result.error is not None:
+        return clip(result.error.message, MAX_MESSAGE)
+    lines = [f"{e.key} {e.action.value}" for e in result.changeset.entries if e.action.value != "unchanged"]
+    return clip("\n".join(lines) or result.changeset.summary(), MAX_MESSAGE)
+
+
+def metadata_of(result: Result) -> dict[str, str]:
+    meta = {"revision": result.revision, "digest": result.digest, "source": result.url}
+    if result.source_revision:
+        meta["originRevision"] = result.source_revision
+    if result.source_url:
+        meta["originSource"] = result.source_url
+    if result.rolled_back_to:
+        meta["rolledBackFrom"], meta["rolledBackTo"] = result.rolled_back_from, result.rolled_back_to
+    return {k: v for k, v in meta.items() if v}
+
+
+def flux_event(result: Result, *, now: dt.datetime, instance: str = "") -> bytes:
+    """Flux's event JSON for a finished pass (what notification-controller's generic provider POSTs)."""
+    body: dict[str, Any] = {
+        "involvedObject": {
+            "apiVersion": API_VERSION,
+            "kind": KIND,
+            "name": result.name,
+            "namespace": result.namespace,
+        },
+        "severity": "info" if result.error is None else "error",
+        "timestamp": now.astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "message": message_of(result),
+        "reason": reason_of(result),
+        "metadata": metadata_of(result),
+        "reportingController": CONTROLLER,
+    }
+    if instance:
+        body["reportingInstance"] = instance
+    return _dumps(body)
+
+
+def signature(key: bytes, body: bytes) -> str:
+    """The ``X-Signature`` header of Flux's generic-hmac provider."""
+    return "sha256=" + hmac.new(key, body, hashlib.sha256).hexdigest()
+
+
+def slack_message(result: Result, *, cluster: str) -> bytes:
+    where = f"{result.namespace}/{result.name}" + (f" on {cluster}" if cluster else "")
+    if result.error is None:
+        text = f":white_check_mark: {where}: applied {result.revision}: {result.changeset.summary()}"
+    else:
+        first = clip(result.error.message.splitlines()[0], 300)
+        text = f":x: {where}: {reason_of(result)} at {result.revision or result.url}\n{first}"
+    return _dumps({"text": text})
+
+
+def _dumps(body: dict[str, Any]) -> bytes:
+    return json.dumps(body, separators=(",", ":"), ensure_ascii=False).encode()

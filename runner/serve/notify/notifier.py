@@ -1,0 +1,259 @@
+"""What a pass reports, and to whom: commit statuses, events and messages for one ``Notifier``.
+
+GitHub: ``pending`` when a pass starts applying a digest the inventory did not hold yet
+(a new revision, not a drift correction or a retry), then ``success`` or ``failure`` when it
+ends. A status equal to the last one sent for that sync, commit and context is not sent
+again. The last one sent is kept in memory; after a restart (and in every ``lockgate
+reconcile`` run) the inventory stands in for it: a pass of the digest the inventory already
+holds, ending as the inventory's last result did, posts nothing. So a restart posts at most
+one status per sync that GitHub already shows.
+
+Generic and Slack: an event when a pass changed something, failed, or succeeded after a
+failure; the same failure again (a retry) is not sent twice in a row. A failure before the
+artifact was pulled has no commit: it reaches generic and Slack, not GitHub.
+
+Secrets are read when a notification is sent (by the delivery worker, not the pass).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+import threading
+from collections.abc import Callable
+from pathlib import Path
+
+from lockgate.errors import Abandoned, UsageError
+from runner.kube.client import Kube
+from runner.pipeline import reconcile as pipeline
+from runner.pipeline.notifications import Provider
+from runner.pipeline.result import Result
+from runner.pipeline.secretrefs import SecretReader
+from runner.serve.notify import delivery, messages
+
+log = logging.getLogger("lockgate.notify")
+
+SECRET_FIELD = "spec.notify.secretRef.name"
+#: how long ``lockgate reconcile`` waits at the end for notifications still being delivered
+FLUSH_SECONDS = 10.0
+_STATUS_OF = {"success": "Succeeded", "failure": "Failed"}
+
+_StatusKey = tuple[Provider, str, str, str]
+
+
+class Notifier:
+    """Decides per pass; ``queue`` delivers. ``kube`` gives the client that reads Secrets."""
+
+    def __init__(
+        self, queue: delivery.Queue, *, kube: Callable[[], Kube], cluster: str = "", instance: str = ""
+    ) -> None:
+        self.queue = queue
+        self._kube = kube
+        self.cluster, self.instance = cluster, instance
+        self._lock = threading.Lock()
+        self._statuses: dict[_StatusKey, tuple[str, str]] = {}
+        self._events: dict[tuple[Provider, str], tuple[str, ...]] = {}
+        self._unannotated: set[tuple[str, str]] = set()
+
+    # ---- the pass's hooks ---------------------------------------------------------------
+    def applying(self, options: pipeline.SyncOptions, result: Result) -> None:
+        """``reconcile``'s ``applying`` hook: ``pending`` on a new revision's commit."""
+        if options.dry_run or result.previous_digest == result.digest:
+            return
+        for provider in options.notify:
+            if provider.type != "github":
+                continue
+            commit = self._commit(result)
+            if commit is None:
+                continue
+            key = (provider, options.name, commit.sha, provider.context)
+            with self._lock:
+                if key in self._statuses:
+                    continue
+                state = messages.pending(result)
+                self._statuses[key] = state
+            self._status(provider, options, result, commit, key, state)
+
+    def around(
+        self, options: pipeline.SyncOptions, run: Callable[[Callable[[Result], None] | None], Result]
+    ) -> Result:
+        """``run(applying)`` one pass (``applying`` is None without providers), then report it."""
+        if not options.notify:
+            return run(None)
+        result = run(lambda r: self._safely(self.applying, options, r))
+        self._safely(self.finished, options, result)
+        return result
+
+    def _safely(
+        self,
+        hook: Callable[[pipeline.SyncOptions, Result], None],
+        options: pipeline.SyncOptions,
+        result: Result,
+    ) -> None:
+        try:
+            hook(options, result)
+        except Exception:  # a notification must never fail a pass
+            log.exception("notification hook failed", extra={"sync": options.name})
+
+    def finished(self, options: pipeline.SyncOptions, result: Result) -> None:
+        """After a pass: the final status and the events."""
+        if options.dry_run or result.skipped or isinstance(result.error, Abandoned):
+            return
+        for provider in options.notify:
+            if provider.type == "github":
+                self._final_status(provider, options, result)
+            else:
+                self._event(provider, options, result)
+
+    def flush(self, timeout: float = FLUSH_SECONDS) -> int:
+        """Deliver what is queued within ``timeout``; how many were given up."""
+        return self.queue.flush(timeout)
+
+    # ---- github -------------------------------------------------------------------------
+    def _commit(self, result: Result) -> messages.Commit | None:
+        commit = messages.commit_of(result.source_url, result.source_revision)
+        if commit is None and (result.name, result.digest) not in self._unannotated:
+            self._unannotated.add((result.name, result.digest))
+            log.warning(
+                f"sync {result.name}: no commit status: the artifact's org.opencontainers.image.source "
+                "and .revision annotations do not name a repository and commit",
+                extra={"sync": result.name, "digest": result.digest},
+            )
+        return commit
+
+    def _final_status(self, provider: Provider, options: pipeline.SyncOptions, result: Result) -> None:
+        if not result.digest:
+            return  # failed before the artifact was pulled: no commit to report on
+        commit = self._commit(result)
+        if commit is None:
+            return
+        key = (provider, options.name, commit.sha, provider.context)
+        state = messages.outcome(result)
+        with self._lock:
+            last = self._statuses.get(key)
+            reported = (
+                last is None
+                and result.previous_digest == result.digest
+                and result.previous_status == _STATUS_OF[state[0]]
+            )
+            self._statuses[key] = state
+            if last == state or reported:
+                return
+        self._status(provider, options, result, commit, key, state)
+
+    def _status(
+        self,
+        provider: Provider,
+        options: pipeline.SyncOptions,
+        result: Result,
+        commit: messages.Commit,
+        key: _StatusKey,
+        state: tuple[messages.State, str],
+    ) -> None:
+        body = messages.commit_status(state[0], state[1], provider.context, provider.target_url)
+        url = messages.status_url(provider.api_url, commit)
+
+        def prepare() -> delivery.Request:
+            token = self._secret(provider, result).get("token")
+            if not token:
+                raise UsageError(
+                    f"Secret/{self._namespace(provider, result)}/{provider.secret_ref} ({SECRET_FIELD}): "
+                    "has no 'token' entry"
+                )
+            headers = {
+                "Authorization": f"Bearer {token.decode().strip()}",
+                "Accept": "application/vnd.github+json",
+                "X-GitHub-Api-Version": "2022-11-28",
+                "User-Agent": messages.CONTROLLER,
+            }
+            return delivery.Request(url, body, headers)
+
+        def forget() -> None:
+            with self._lock:
+                if self._statuses.get(key) == state:
+                    del self._statuses[key]
+
+        self.queue.submit(
+            delivery.Job(
+                provider="github",
+                sync=options.name,
+                what=f"commit status {state[0]} on {commit} ({provider.context})",
+                prepare=prepare,
+                forget=forget,
+            )
+        )
+
+    # ---- generic and slack ------------------------------------------------------------
+    def _event(self, provider: Provider, options: pipeline.SyncOptions, result: Result) -> None:
+        failed = result.error is not None
+        signature = (
+            ("error", messages.reason_of(result), result.revision, messages.message_of(result))
+            if failed
+            else ("info",)
+        )
+        key = (provider, options.name)
+        with self._lock:
+            last = self._events.get(key)
+            self._events[key] = signature
+        recovered = not failed and last is not None and last[0] == "error"
+        if failed and last == signature:
+            return  # the same failure again
+        if not failed and not result.changeset.changed and not recovered and not result.rolled_back_to:
+            return
+        if provider.type == "slack":
+            body = messages.slack_message(result, cluster=self.cluster)
+        else:
+            body = messages.flux_event(result, now=dt.datetime.now(dt.UTC), instance=self.instance)
+
+        def prepare() -> delivery.Request:
+            secret = self._secret(provider, result) if provider.secret_ref else {}
+            address = secret.get("address", b"").decode().strip() or provider.address
+            if not address:
+                raise UsageError(
+                    f"Secret/{self._namespace(provider, result)}/{provider.secret_ref} ({SECRET_FIELD}): "
+                    "has no 'address' entry, and the provider no address"
+                )
+            headers: dict[str, str] = {}
+            if provider.type == "generic":
+                headers["gotk-component"] = messages.CONTROLLER
+                key = secret.get("token")
+                if key:
+                    headers["X-Signature"] = messages.signature(key.strip(), body)
+            return delivery.Request(address, body, headers)
+
+        def forget() -> None:
+            with self._lock:
+                if self._events.get(key) == signature:
+                    del self._events[key]
+
+        self.queue.submit(
+            delivery.Job(
+                provider=provider.type,
+                sync=options.name,
+                what=f"{'error' if failed else 'info'} event {messages.reason_of(result)}",
+                prepare=prepare,
+                forget=forget,
+            )
+        )
+
+    # ---- secrets ---------------------------------------------------------------------------
+    def _namespace(self, provider: Provider, result: Result) -> str:
+        return provider.secret_namespace or result.namespace
+
+    def _secret(self, provider: Provider, result: Result) -> dict[str, bytes]:
+        if provider.secret_ref is None:
+            return {}
+        reader = SecretReader(self._kube(), self._namespace(provider, result))
+        return reader.read(provider.secret_ref, field=SECRET_FIELD)
+
+
+def one_shot(kubeconfig: Path | None, *, cluster: str = "") -> Notifier:
+    """A ``Notifier`` for ``lockgate reconcile``: ``flush`` it before exiting."""
+    client: list[Kube] = []
+
+    def kube() -> Kube:
+        if not client:
+            client.append(Kube.from_kubeconfig(kubeconfig))
+        return client[0]
+
+    return Notifier(delivery.Queue(), kube=kube, cluster=cluster)

@@ -1,0 +1,316 @@
+// lockgate status page: reads /api/syncs (and /api/syncs/NAME) every few seconds and renders
+// them with DOM calls only (textContent, never innerHTML), so no value can become markup.
+"use strict";
+
+(function () {
+  const POLL_MS = 2000;
+  const main = document.getElementById("main");
+  const updated = document.getElementById("updated");
+  const mode = document.getElementById("mode");
+  const path = window.location.pathname;
+  const match = path.match(/^\/sync\/([^/]+)$/);
+  const syncName = match ? decodeURIComponent(match[1]) : null;
+  let lastBody = "";
+  let timer = null;
+  let failing = false;
+  let renderedAt = 0;
+  const RELATIVE_MS = 30000;
+
+  function el(tag, attrs, ...children) {
+    const node = document.createElement(tag);
+    for (const [key, value] of Object.entries(attrs || {})) {
+      if (value === null || value === undefined || value === false) continue;
+      if (key === "class") node.className = value;
+      else node.setAttribute(key, value === true ? "" : String(value));
+    }
+    for (const child of children.flat(Infinity)) {
+      if (child === null || child === undefined || child === false) continue;
+      node.append(child instanceof Node ? child : document.createTextNode(String(child)));
+    }
+    return node;
+  }
+
+  function shortDigest(digest) {
+    const at = (digest || "").indexOf("sha256:");
+    return at < 0 ? digest || "" : digest.slice(0, at) + "sha256:" + digest.slice(at + 7, at + 19);
+  }
+
+  function when(text) {
+    if (!text) return "";
+    const date = new Date(text);
+    if (Number.isNaN(date.getTime())) return text;
+    return el("time", { datetime: text, title: text }, relative(date));
+  }
+
+  function relative(date) {
+    const seconds = Math.round((date.getTime() - Date.now()) / 1000);
+    const abs = Math.abs(seconds);
+    let amount;
+    if (abs < 60) amount = abs + " s";
+    else if (abs < 3600) amount = Math.round(abs / 60) + " min";
+    else if (abs < 86400) amount = Math.round(abs / 3600) + " h";
+    else amount = Math.round(abs / 86400) + " d";
+    return seconds > 1 ? "in " + amount : abs <= 1 ? "now" : amount + " ago";
+  }
+
+  function shorten(text, max) {
+    return text.length <= max ? text : text.slice(0, max - 1) + "…";
+  }
+
+  function seconds(value) {
+    if (value === null || value === undefined) return "";
+    return value < 10 ? value.toFixed(2) + " s" : value.toFixed(1) + " s";
+  }
+
+  function badge(ok, text, extra) {
+    return el("span", { class: "badge " + (ok === true ? "ok" : ok === false ? "bad" : "unknown") + (extra ? " " + extra : "") }, text);
+  }
+
+  function readyBadge(sync) {
+    if (sync.suspended) return badge(null, "Suspended");
+    if (sync.running) return badge(null, "Running", "running");
+    return badge(sync.ready, sync.ready ? "Ready" : "Not ready");
+  }
+
+  function resultBadge(result) {
+    if (!result) return badge(null, "Not run");
+    const ok = result === "Succeeded" ? true : result === "RolledBack" ? null : false;
+    return badge(ok, result, result === "RolledBack" ? "warn" : "");
+  }
+
+  function revisionCell(sync) {
+    const revision = sync.revision || sync.digest || "";
+    const parts = [el("code", { class: "revision" }, shortDigest(revision))];
+    if (sync.commit) {
+      const label = (sync.commit.revision || sync.commit.source).replace(/([0-9a-f]{12})[0-9a-f]+$/, "$1");
+      parts.push(el("br"));
+      parts.push(
+        sync.commit.url
+          ? el("a", { href: sync.commit.url, class: "commit", rel: "noopener noreferrer" }, "source ", label)
+          : el("span", { class: "commit" }, "source ", label),
+      );
+    }
+    return parts;
+  }
+
+  function cell(label, ...children) {
+    return el("td", { "data-label": label }, ...children);
+  }
+
+  function overview(doc) {
+    const rows = doc.syncs.map((sync) =>
+      el(
+        "tr",
+        { id: "sync-" + sync.name, "data-sync": sync.name },
+        el("th", { scope: "row", "data-label": "Sync" }, el("a", { href: "/sync/" + encodeURIComponent(sync.name) }, sync.name)),
+        cell("Ready", readyBadge(sync), sync.reason ? el("span", { class: "reason" }, shorten(sync.reason, 140)) : null),
+        cell("Revision", revisionCell(sync)),
+        cell("Digest", el("code", { class: "digest", title: sync.digest }, shortDigest(sync.digest))),
+        cell("Verified by", sync.verifiedBy),
+        cell("Result", resultBadge(sync.result), " ", sync.health && sync.health !== "Unknown" ? sync.health : ""),
+        cell("Last pass", when(sync.lastPass), sync.lastSeconds !== null && sync.lastSeconds !== undefined ? el("span", { class: "duration" }, " (" + seconds(sync.lastSeconds) + ")") : null),
+        cell("Next pass", sync.nextPass ? when(sync.nextPass) : sync.nextPass === null ? "n/a" : "not scheduled"),
+      ),
+    );
+    const table = el(
+      "table",
+      { class: "syncs" },
+      el("caption", {}, doc.syncs.length + (doc.syncs.length === 1 ? " sync" : " syncs")),
+      el(
+        "thead",
+        {},
+        el("tr", {}, ["Sync", "Ready", "Revision", "Digest", "Verified by", "Result", "Last pass", "Next pass"].map((h) => el("th", { scope: "col" }, h))),
+      ),
+      el("tbody", {}, rows),
+    );
+    const parts = [el("h1", {}, "Syncs"), doc.syncs.length ? el("div", { class: "scroll" }, table) : el("p", {}, "No syncs have run in this namespace.")];
+    if (doc.problems && doc.problems.length) {
+      parts.push(el("h2", {}, "Problems"), el("ul", { class: "problems" }, doc.problems.map((p) => el("li", {}, p))));
+    }
+    return parts;
+  }
+
+  function section(id, title, ...content) {
+    return el("section", { "aria-labelledby": id + "-h", id: id }, el("h2", { id: id + "-h" }, title), ...content);
+  }
+
+  function table(caption, headers, rows, cls) {
+    return el(
+      "div",
+      { class: "scroll" },
+      el(
+        "table",
+        { class: cls || "" },
+        el("caption", { class: "visually-hidden" }, caption),
+        el("thead", {}, el("tr", {}, headers.map((h) => el("th", { scope: "col" }, h)))),
+        el("tbody", {}, rows.map((row) => el("tr", {}, row.map((value, i) => cell(headers[i], value))))),
+      ),
+    );
+  }
+
+  function liveOnly(doc, value, render) {
+    if (!doc.live) return el("p", { class: "note" }, "Known only to a running lockgate serve (this view reads the inventories).");
+    return render(value);
+  }
+
+  function fieldValue(change, side) {
+    if (!(side in change)) return el("span", { class: "absent" }, "(absent)");
+    const value = change[side];
+    return el("code", {}, typeof value === "string" ? value : JSON.stringify(value));
+  }
+
+  function changeSet(objects) {
+    return el(
+      "ul",
+      { class: "changes" },
+      objects.map((entry) =>
+        el(
+          "li",
+          { class: "change", "data-object": entry.object },
+          el("p", {}, el("code", {}, entry.object), " ", badge(entry.action === "deleted" ? false : null, entry.action), entry.reason ? " " + entry.reason : ""),
+          entry.changes && entry.changes.length
+            ? table(
+                "Field changes of " + entry.object,
+                ["Field", "Before", "After"],
+                entry.changes.map((c) => [el("code", {}, c.path), fieldValue(c, "before"), fieldValue(c, "after")]),
+                "fields",
+              )
+            : null,
+        ),
+      ),
+    );
+  }
+
+  function detail(doc) {
+    const facts = [
+      ["Namespace", doc.namespace],
+      ["Ready", [readyBadge(doc), doc.reason ? el("span", { class: "reason" }, doc.reason) : null]],
+      ["Source", el("code", {}, doc.source)],
+      ["Revision", revisionCell(doc)],
+      ["Digest", el("code", { class: "digest" }, doc.digest)],
+      ["Verified by", doc.verifiedBy],
+      ["Last result", [resultBadge(doc.result), " ", doc.summary]],
+      ["Health", doc.health],
+      ["Last pass", [when(doc.lastPass), doc.lastSeconds !== null && doc.lastSeconds !== undefined ? " (" + seconds(doc.lastSeconds) + ")" : ""]],
+      ["Next pass", doc.nextPass ? when(doc.nextPass) : doc.nextPass === null ? "n/a (no lockgate serve)" : "not scheduled"],
+      ["Objects", String(doc.members)],
+    ];
+    if (doc.rejected && doc.rejected.length) facts.push(["Rolled back from", doc.rejected.map((d) => el("code", {}, shortDigest(d) + " "))]);
+    const parts = [
+      el("p", { class: "crumbs" }, el("a", { href: "/" }, "All syncs")),
+      el("h1", {}, "Sync ", el("span", { class: "name" }, doc.name)),
+      el("dl", { class: "facts" }, facts.map(([k, v]) => [el("dt", {}, k), el("dd", {}, v)])),
+    ];
+    if (doc.lastPassDetail && doc.lastPassDetail.error) {
+      parts.push(el("div", { class: "error", role: "note" }, el("strong", {}, "Last pass failed: "), el("pre", {}, doc.lastPassDetail.error)));
+    }
+    parts.push(
+      section(
+        "unhealthy",
+        "Unhealthy objects",
+        liveOnly(doc, doc.unhealthy, (items) =>
+          items.length
+            ? table("Unhealthy objects", ["Object", "Status", "Reason"], items.map((u) => [el("code", {}, u.object), badge(false, u.status), u.message]), "unhealthy")
+            : el("p", {}, "None in the last pass."),
+        ),
+      ),
+      section(
+        "history",
+        "History",
+        doc.history.length
+          ? table(
+              "History, newest first",
+              ["Time", "Revision", "Result", "Health", "Verified by", "Message"],
+              doc.history.map((h) => [when(h.time), el("code", {}, shortDigest(h.revision || h.digest)), resultBadge(h.result), h.health, h.verifiedBy, h.message]),
+              "history",
+            )
+          : el("p", {}, "No passes recorded yet."),
+      ),
+      section(
+        "changes",
+        "Last change set",
+        liveOnly(doc, doc.lastChange, (change) =>
+          change
+            ? [el("p", {}, when(change.time), " at ", el("code", {}, shortDigest(change.revision))), changeSet(change.objects)]
+            : el("p", {}, "No pass of this serve has changed anything yet."),
+        ),
+      ),
+      section(
+        "drift",
+        "Drift corrections",
+        liveOnly(doc, doc.drift, (items) =>
+          items.length
+            ? el("ul", { class: "drift" }, items.map((d) => el("li", {}, when(d.time), ": ", d.objects.map((o) => o.object).join(", "))))
+            : el("p", {}, "None since this serve started."),
+        ),
+      ),
+      section(
+        "events",
+        "Events",
+        doc.eventsError
+          ? el("p", { class: "error" }, doc.eventsError)
+          : doc.events.length
+          ? table("Events lockgate wrote, newest first", ["Time", "Type", "Reason", "Message"], doc.events.map((e) => [when(e.time), badge(e.type === "Normal" ? true : false, e.type), e.reason, e.message]), "events")
+          : el("p", {}, "No Events (they expire after an hour by default)."),
+      ),
+    );
+    return parts;
+  }
+
+  function render(doc) {
+    const focused = document.activeElement;
+    const focusKey = focused && focused.getAttribute ? focused.getAttribute("href") : null;
+    main.replaceChildren(...(syncName ? detail(doc) : overview(doc)).flat());
+    if (focusKey) {
+      const again = main.querySelector('a[href="' + CSS.escape(focusKey) + '"]');
+      if (again) again.focus();
+    }
+    document.title = (syncName ? syncName + " · " : "") + "lockgate status";
+    mode.textContent = doc.mode === "serve" ? ", and from this lockgate serve" : " (lockgate status --web)";
+  }
+
+  async function poll() {
+    const url = syncName ? "/api/syncs/" + encodeURIComponent(syncName) : "/api/syncs";
+    try {
+      const response = await fetch(url, { headers: { Accept: "application/json" }, credentials: "same-origin", cache: "no-store" });
+      const text = await response.text();
+      if (!response.ok) {
+        let message = response.status + " " + response.statusText;
+        try {
+          message = JSON.parse(text).error || message;
+        } catch (_) {
+          /* not JSON */
+        }
+        failing = true;
+        updated.textContent = "Could not update: " + message;
+        if (lastBody === "") main.replaceChildren(el("h1", {}, syncName || "Syncs"), el("p", { class: "error" }, message));
+        return;
+      }
+      const doc = JSON.parse(text);
+      const body = JSON.stringify({ ...doc, time: "" });
+      if (body !== lastBody || failing) {
+        lastBody = body;
+        failing = false;
+        render(doc);
+        renderedAt = Date.now();
+        updated.textContent = "Updated " + new Date().toLocaleTimeString();
+      } else if (Date.now() - renderedAt > RELATIVE_MS) {
+        render(doc); // "5 s ago" ages; the live region is left alone
+        renderedAt = Date.now();
+      }
+    } catch (error) {
+      failing = true;
+      updated.textContent = "Could not update: " + error;
+    } finally {
+      timer = window.setTimeout(poll, POLL_MS);
+    }
+  }
+
+  document.addEventListener("visibilitychange", () => {
+    if (!document.hidden && timer !== null) {
+      window.clearTimeout(timer);
+      poll();
+    }
+  });
+  poll();
+})();
