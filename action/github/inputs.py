@@ -95,7 +95,7 @@ INPUTS: tuple[Spec, ...] = (
     Spec("config", "reconcile: a file of Sync documents instead of url and name."),
     Spec("prune", "reconcile: delete objects that left the set.", _FLAG, "false"),
     Spec("wait", "reconcile: wait for the applied objects to become healthy.", _FLAG, "false"),
-    Spec("timeout", "reconcile: health wait timeout (30s, 5m).", default="5m"),
+    Spec("timeout", "reconcile: health wait timeout with wait (30s, 5m).", default="5m"),
     Spec("dry-run", "reconcile, images-update: show what would change, change nothing.", _FLAG, "false"),
     Spec("branch", "images-update: push the update commit to this branch.", default=""),
     Spec("pr", "images-update: open or update a pull request from branch.", _FLAG, "false"),

@@ -199,7 +199,7 @@ def _reconcile(inputs: Inputs, env: Mapping[str, str], workdir: Path, files: dic
     for flag in ("prune", "wait", "dry-run"):
         if inputs.flag(flag):
             argv.append(f"--{flag}")
-    if inputs.text("timeout"):
+    if inputs.flag("wait") and inputs.text("timeout"):
         argv += ["--timeout", inputs.text("timeout")]
     return [*argv, "--output", "json"]
 

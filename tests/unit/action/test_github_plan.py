@@ -175,8 +175,10 @@ def test_reconcile_passes_the_semver_range_whole() -> None:
     )
     assert invocation.argv == (
         "reconcile", "oci://r.io/app", "--name", "web", "--semver", ">=1.0.0 <2.0.0",
-        "--verify-key", "cosign.pub", "--prune", "--timeout", "5m", "--output", "json",
+        "--verify-key", "cosign.pub", "--prune", "--output", "json",
     )  # fmt: skip
+    waited = make(command="reconcile", url="oci://r.io/app", name="web", key="k", wait="true", timeout="2m")
+    assert waited.argv[-5:] == ("--wait", "--timeout", "2m", "--output", "json")
 
 
 def test_install_runs_nothing() -> None:
