@@ -9,14 +9,19 @@ stream is returned as text; callers write or load it.
 
 from __future__ import annotations
 
+import logging
 import os
 import shutil
 import subprocess
-from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+import yaml
+
 from lockgate.errors import RenderError, UsageError
+
+log = logging.getLogger("lockgate.render")
 
 KUSTOMIZATION_FILES = ("kustomization.yaml", "kustomization.yml", "Kustomization")
 CHART_FILE = "Chart.yaml"
@@ -71,26 +76,79 @@ def kustomize_build(directory: Path, *, purpose: str, shown: str | None = None) 
     return _run([program, "build", str(directory)], f"kustomize build {shown or directory}")
 
 
-def helm_template(
-    chart: Path, *, purpose: str, values: Sequence[Path] = (), release: str | None = None
-) -> str:
-    """``helm template RELEASE chart --values ...``; the release defaults to the chart's directory name."""
-    for file in values:
+@dataclass(frozen=True)
+class HelmOptions:
+    """How a chart is rendered, as ``helm install`` users give it: release name, namespace,
+    values files and ``--set`` values. Test hooks are skipped (``helm template --skip-tests``):
+    a GitOps apply would otherwise deploy ``helm create``'s test Pod."""
+
+    values: tuple[Path, ...] = ()
+    set_values: tuple[str, ...] = ()
+    release: str | None = None
+    namespace: str | None = None
+
+    @property
+    def given(self) -> bool:
+        return bool(self.values or self.set_values or self.release or self.namespace)
+
+
+def helm_template(chart: Path, *, purpose: str, options: HelmOptions = HelmOptions()) -> str:
+    """``helm template RELEASE chart --skip-tests ...``; the release defaults to the chart's directory."""
+    for file in options.values:
         if not file.is_file():
             raise UsageError(f"--values {file}: no such file")
-    argv = [find_program("helm", purpose=purpose), "template", release or chart.resolve().name, str(chart)]
-    for file in values:
+    for pair in options.set_values:
+        if "=" not in pair:
+            raise UsageError(f"--set {pair!r}: expected KEY=VALUE (helm's --set syntax)")
+    release = options.release or chart.resolve().name
+    argv = [find_program("helm", purpose=purpose), "template", release, str(chart), "--skip-tests"]
+    if options.namespace:
+        argv += ["--namespace", options.namespace]
+    for file in options.values:
         argv += ["--values", str(file)]
+    for pair in options.set_values:
+        argv += ["--set", pair]
     return _run(argv, f"helm template {chart}")
 
 
-def render(path: Path, *, purpose: str, values: Sequence[Path] = (), release: str | None = None) -> str:
+HOOK_ANNOTATION = "helm.sh/hook"
+
+
+def helm_hooks(text: str) -> list[str]:
+    """``Kind/name (hook)`` of each rendered object that is a Helm hook: applied as an
+    ordinary object, since a GitOps apply has no install/upgrade phases."""
+    found = []
+    for doc in yaml.safe_load_all(text):
+        if not isinstance(doc, dict):
+            continue
+        meta = doc.get("metadata") or {}
+        hook = (meta.get("annotations") or {}).get(HOOK_ANNOTATION) if isinstance(meta, dict) else None
+        if hook:
+            found.append(f"{doc.get('kind')}/{meta.get('name')} ({hook})")
+    return found
+
+
+def render(path: Path, *, purpose: str, helm: HelmOptions = HelmOptions()) -> str:
     """Render a kustomization or a chart at ``path`` to one YAML stream."""
     kind = kind_of(path)
     if kind is None:
         raise UsageError(f"{purpose}: {path} holds neither a kustomization.yaml nor a Chart.yaml")
-    if values and kind != "helm":
-        raise UsageError("--values only applies to Helm charts (a directory with Chart.yaml)")
+    if helm.given and kind != "helm":
+        raise UsageError(
+            "--values, --set, --release-name and --namespace only apply to Helm charts (a directory "
+            "with Chart.yaml)"
+        )
     if kind == "kustomize":
         return kustomize_build(path, purpose=purpose)
-    return helm_template(path, purpose=purpose, values=values, release=release)
+    text = helm_template(path, purpose=purpose, options=helm)
+    hooks = helm_hooks(text)
+    if hooks:
+        # stderr (logging's last resort), not an error: the user should know, nothing is wrong
+        log.warning(
+            "notice: %s: %d Helm hook object(s) are applied as ordinary objects (there are no "
+            "install/upgrade phases): %s",
+            path,
+            len(hooks),
+            ", ".join(hooks),
+        )
+    return text

@@ -19,6 +19,7 @@ from lockgate import paths, registry
 from lockgate.artifact import extract, manifest, metadata
 from lockgate.artifact import pull as pull_mod
 from lockgate.errors import UsageError
+from lockgate.render import HelmOptions
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -29,6 +30,11 @@ def _build_options(func: F) -> F:
             click.option("--render", is_flag=True, help="Render a kustomization or a Helm chart first."),
             click.option(
                 "--values", "values", multiple=True, type=click.Path(path_type=Path), help="Helm values file."
+            ),
+            click.option("--set", "set_values", multiple=True, metavar="KEY=VALUE", help="Helm --set value."),
+            click.option("--release-name", help="Helm release name (default: the chart's directory name)."),
+            click.option(
+                "--namespace", "helm_namespace", help="Helm release namespace (.Release.Namespace)."
             ),
             click.option("--ignore-paths", multiple=True, help="Extra ignore patterns (.gitignore syntax)."),
             click.option(
@@ -44,6 +50,9 @@ def _build_options(func: F) -> F:
 def _build(
     render: bool,
     values: tuple[Path, ...],
+    set_values: tuple[str, ...],
+    release_name: str | None,
+    helm_namespace: str | None,
     ignore_paths: tuple[str, ...],
     resolve_symlinks: bool,
     no_validate: bool,
@@ -52,7 +61,9 @@ def _build(
         ignore_paths=ignore_paths,
         resolve_symlinks=resolve_symlinks,
         render=render,
-        values=values,
+        helm=HelmOptions(
+            values=values, set_values=set_values, release=release_name, namespace=helm_namespace
+        ),
         validate=not no_validate,
     )
 

@@ -14,7 +14,7 @@ import sys
 import tempfile
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import yaml
@@ -22,6 +22,7 @@ import yaml
 from lockgate import manifests, render
 from lockgate.artifact import pack
 from lockgate.errors import RenderError, UsageError
+from lockgate.render import HelmOptions
 
 STDIN_FILE = "manifests.yaml"
 #: a rendered kustomization or chart is packed as this one file
@@ -33,7 +34,8 @@ class BuildOptions:
     ignore_paths: tuple[str, ...] = ()
     resolve_symlinks: bool = False
     render: bool = False
-    values: tuple[Path, ...] = ()
+    #: how a chart is rendered (``--values``, ``--set``, ``--release-name``, ``--namespace``)
+    helm: HelmOptions = field(default_factory=HelmOptions)
     validate: bool = True
 
     @property
@@ -62,11 +64,11 @@ def prepare(path: str, options: BuildOptions) -> Iterator[Path]:
             rendered = Path(tmp) / "rendered"
             rendered.mkdir()
             target = rendered / RENDERED_FILE
-            target.write_text(render.render(given, purpose="--render", values=options.values))
+            target.write_text(render.render(given, purpose="--render", helm=options.helm))
             yield target
             return
-        if options.values:
-            raise UsageError("--values needs --render")
+        if options.helm.given:
+            raise UsageError("--values, --set, --release-name and --namespace need --render")
         yield given
 
 

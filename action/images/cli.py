@@ -98,8 +98,8 @@ def _update_summary(report: run.UpdateReport, dry_run: bool) -> None:
             done = " and pushed" if row["pushed"] else ""
             how = ("signed, " if row["signed"] else "") + f"{row['attempts']} attempt(s)"
             click.echo(f"committed {row['commit'][:12]} ({how}) on {row['branch']}{done}")
-        if row["pull_request"]:
-            pr = row["pull_request"]
+        if row["pullRequest"]:
+            pr = row["pullRequest"]
             click.echo(f"pull request #{pr['number']} {pr['action']}: {pr['url']}")
     for policy in report.scan.to_json():
         if policy["error"]:

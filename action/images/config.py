@@ -17,7 +17,7 @@ from typing import Any
 
 import yaml
 
-from action.images import files, native, policy
+from action.images import files, known, native, policy
 from action.images.fields import Fields, Where
 from action.images.model import Automation, Config, ImagePolicy, ImageRepository, NamespacedName, Object
 from lockgate.errors import UsageError
@@ -121,9 +121,13 @@ def parse_documents(path: str, text: str) -> tuple[list[Object], list[str]]:
             key = NamespacedName(
                 f.string("metadata.namespace") or "default", f.string("metadata.name", required=True)
             )
+            for problem in known.unknown_fields(doc, known.FLUX[kind]):
+                f.problems.append(f"{f.where}: {problem}")
             built = _FLUX_KINDS[kind](f, key)
             objects.append(built)
         elif api == NATIVE_API and kind == "ImageAutomation":
+            for problem in known.unknown_fields(doc, known.IMAGE_AUTOMATION):
+                f.problems.append(f"{f.where}: {problem}")
             objects.extend(native.expand(f))
         problems.extend(f.problems)
     return (objects if not problems else []), problems

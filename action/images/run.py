@@ -186,7 +186,7 @@ class UpdateReport:
                     "pushed": bool(outcome and outcome.pushed),
                     "signed": bool(outcome and outcome.signed),
                     "attempts": outcome.attempts if outcome else 0,
-                    "pull_request": {"number": pr.number, "url": pr.url, "action": pr.action.value}
+                    "pullRequest": {"number": pr.number, "url": pr.url, "action": pr.action.value}
                     if pr
                     else None,
                 }

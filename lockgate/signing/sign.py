@@ -58,7 +58,8 @@ class SignedArtifact:
         return f"signed {self.digest} by {self.signer}; signature at {self.stored_at}"
 
     def to_json(self) -> dict[str, Any]:
-        return asdict(self)
+        # JSON keys in Kubernetes' camelCase, as every command's --output json
+        return {"storedAt" if k == "stored_at" else k: v for k, v in asdict(self).items()}
 
 
 def by_digest(reference: Reference | str, *, hint: str = "") -> Reference:

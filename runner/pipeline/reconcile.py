@@ -165,9 +165,19 @@ class Pass:
         released = [d.key for d in desired if not d.policy.applies]
         if options.prune:
             prune_plan.check_share(self.previous, [*members, *released], options.prune_options)
+        known = None
         if not options.dry_run:
+            # the whole set is dry-run first (a dry run pass is one already): a refused object
+            # stops the pass before anything is written, the inventory included
+            known = apply.preflight(
+                self.mgr,
+                desired,
+                recorded=self._recorded(),
+                options=self._apply_options(),
+                created_namespaces={self.inventory.namespace},
+            )
             self._record_union(members)
-        changeset = self._apply(desired)
+        changeset = self._apply(desired, known)
         if options.prune:
             pruned, _ = prune.prune(
                 self.mgr,
@@ -241,15 +251,21 @@ class Pass:
         self.inventory.members = union
         store.write(self.kube, self.inventory, manager=self.mgr.field_manager)
 
-    def _apply(self, desired: list[Desired]) -> ChangeSet:
+    def _recorded(self) -> dict[Any, str]:
+        return {key: member.hash for key, member in self.previous.items()}
+
+    def _apply_options(self) -> apply.ApplyOptions:
+        return apply.ApplyOptions(force=self.options.force, dry_run=self.options.dry_run)
+
+    def _apply(self, desired: list[Desired], known: apply.Preflight | None) -> ChangeSet:
         changeset = self.result.changeset
-        recorded = {key: member.hash for key, member in self.previous.items()}
+        recorded = self._recorded()
         by_key = {d.key: d for d in desired}
-        options = apply.ApplyOptions(force=self.options.force, dry_run=self.options.dry_run)
+        options = self._apply_options()
         for stage, keys in kinds.staged(by_key):
             try:
                 done = apply.apply_stage(
-                    self.mgr, [by_key[k] for k in keys], recorded=recorded, options=options
+                    self.mgr, [by_key[k] for k in keys], recorded=recorded, options=options, known=known
                 )
             except (apply.ApplyFailed, apply.StageAbandoned) as exc:
                 changeset.extend(exc.changeset)  # what was applied before the stage stopped

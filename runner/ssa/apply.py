@@ -14,7 +14,7 @@ Immutable-field errors recreate the object only when forced.
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping, Sequence, Set
 from dataclasses import dataclass
 from typing import Any
 
@@ -293,14 +293,121 @@ def resolve_resources(mgr: Manager, items: Sequence[Desired], *, dry_run: bool) 
     return resources
 
 
+def _crd_kinds(items: Sequence[Desired]) -> set[tuple[str, str]]:
+    """(apiVersion, kind) that the CRDs among ``items`` will serve."""
+    found: set[tuple[str, str]] = set()
+    for item in items:
+        if item.key.kind == "CustomResourceDefinition":
+            spec = item.body.get("spec") or {}
+            kind, group = str((spec.get("names") or {}).get("kind", "")), str(spec.get("group", ""))
+            for version in spec.get("versions") or []:
+                if isinstance(version, dict) and "name" in version:
+                    found.add((f"{group}/{version['name']}", kind))
+    return found
+
+
+@dataclass(frozen=True)
+class Preflight:
+    """What the pre-flight learnt: the live index of every object it could list (reused by
+    ``apply_stage``, so a pass lists once) and the objects left for after the CRD stage."""
+
+    index: dict[ObjectKey, Live]
+    deferred: frozenset[ObjectKey]
+
+
+def preflight(
+    mgr: Manager,
+    items: Sequence[Desired],
+    *,
+    recorded: Mapping[ObjectKey, str],
+    options: ApplyOptions,
+    created_namespaces: Set[str] = frozenset(),
+) -> Preflight:
+    """A server-side dry run of every object the pass would write, before its first write.
+
+    An object the API server refuses (an invalid field, a quota, an admission webhook, a
+    forbidden namespace) stops the pass with the cluster unchanged, instead of after the
+    objects before it were applied. Objects known unchanged are not sent (a no-op pass costs
+    nothing more); objects whose kind comes from a CRD of the same set wait for the CRD stage
+    (``deferred``); an object whose namespace this pass creates is accepted at NotFound.
+    """
+    crd_kinds = _crd_kinds(items)
+    namespaces = {item.key.name for item in items if item.key.kind == "Namespace" and not item.key.group}
+    namespaces |= created_namespaces
+    resources: dict[ObjectKey, Resource] = {}
+    errors: list[LockgateError] = []
+    deferred: set[ObjectKey] = set()
+    for item in items:
+        if not item.policy.applies:
+            continue
+        try:
+            resources[item.key] = mgr.resource(item.api_version, item.key.kind)
+        except ApplyError as exc:
+            if (item.api_version, item.key.kind) in crd_kinds:
+                deferred.add(item.key)
+            else:
+                errors.append(_about(item, exc))
+    if errors:
+        raise ApplyFailed(errors, ChangeSet())
+    applier = StageApplier(mgr, options, recorded)
+    index = applier.index([i for i in items if i.key in resources], resources)
+    todo = [
+        item
+        for item in items
+        if item.key in resources
+        and index.get(item.key) is not UNCHANGED
+        and item.policy.ssa is not SSAMode.IF_NOT_PRESENT
+    ]
+
+    def check(item: Desired) -> None:
+        try:
+            mgr.kube.apply(resources[item.key], item.body, manager=mgr.field_manager, dry_run=True)
+        except NotFoundError:
+            if item.key.namespace in namespaces:
+                return  # its namespace comes in this pass (the Namespace stage goes first)
+            raise
+        except KubeError as exc:
+            if exc.is_immutable and (options.force or item.policy.force):
+                return  # the apply recreates it
+            if exc.is_immutable:
+                raise ApplyError(
+                    f"{exc.server_message}; the change needs the object recreated: {FORCE_HINT}"
+                ) from None
+            raise
+
+    def guarded(item: Desired) -> None:
+        try:
+            check(item)
+        except LockgateError as exc:
+            raise _about(item, exc) from None
+
+    errors = [r for r in mgr.each(guarded, todo) if isinstance(r, LockgateError)]
+    if errors:
+        raise ApplyFailed(errors, ChangeSet())
+    return Preflight(index=index, deferred=frozenset(deferred))
+
+
 def apply_stage(
-    mgr: Manager, items: Sequence[Desired], *, recorded: Mapping[ObjectKey, str], options: ApplyOptions
+    mgr: Manager,
+    items: Sequence[Desired],
+    *,
+    recorded: Mapping[ObjectKey, str],
+    options: ApplyOptions,
+    known: Preflight | None = None,
 ) -> ChangeSet:
-    """Apply one stage in Flux's kind order; raises ``ApplyFailed`` after the first failing wave."""
+    """Apply one stage in Flux's kind order; raises ``ApplyFailed`` after the first failing wave.
+
+    ``known``: the pass's pre-flight; its index is reused, so only its deferred objects are listed."""
     changeset = ChangeSet()
     resources = resolve_resources(mgr, items, dry_run=options.dry_run)
     applier = StageApplier(mgr, options, recorded)
-    index = applier.index(items, resources)
+    if known is None:
+        index = applier.index(items, resources)
+    else:
+        later = [i for i in items if i.key in known.deferred]
+        index = {i.key: known.index[i.key] for i in items if i.key in known.index}
+        if later:
+            index.update(applier.index(later, resources))
     by_key = {item.key: item for item in items}
     for wave in kinds.waves(sorted(by_key, key=kinds.sort_key)):
         # what is decided without a request (most of a no-op pass) does not go to the pool

@@ -60,7 +60,7 @@ def test_push_sign_key_then_verify_names_the_pushed_digest(
     signed = info["signed"]
     assert signed["digest"] == info["digest"] and signed["mode"] == "key"
     sig_tag = f":sha256-{info['digest'].removeprefix('sha256:')}.sig"
-    assert signed["stored_at"] == registry.oci(unique, sig_tag)
+    assert signed["storedAt"] == registry.oci(unique, sig_tag)
     assert PASSWORD not in out + err
 
     policy = KeyPolicy.from_file(key_files[1])

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import json
+import subprocess
 from pathlib import Path
 
 import pytest
+import yaml
 
 from tests.integration.artifacts_support import lockgate
 from tests.world.binaries import binary
@@ -98,3 +100,54 @@ def test_render_of_a_plain_directory_is_refused(tmp_path: Path) -> None:
     (tmp_path / "a.yaml").write_text("apiVersion: v1\nkind: Namespace\nmetadata: {name: a}\n")
     run = lockgate("build", str(tmp_path), "--render")
     assert run.code == 2 and "neither a kustomization.yaml nor a Chart.yaml" in run.err
+
+
+def test_helm_render_as_helm_install_users_expect(registry: Registry, unique: str, tmp_path: Path) -> None:
+    """helm create's chart: its test Pod is skipped; release name, namespace, --set and --values
+    apply; another hook becomes an ordinary object, with a notice."""
+    helm = binary("helm")
+    made = subprocess.run(
+        [str(helm), "create", "web"], cwd=tmp_path, capture_output=True, text=True, check=False
+    )
+    assert made.returncode == 0, made.stderr
+    chart = tmp_path / "web"
+    assert (chart / "templates" / "tests" / "test-connection.yaml").is_file()
+    (chart / "templates" / "migrate.yaml").write_text(
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Release.Name }}-migrate\n"
+        "  namespace: {{ .Release.Namespace }}\n"
+        "  annotations:\n    helm.sh/hook: pre-install\ndata: {}\n"
+    )
+    (tmp_path / "prod.yaml").write_text("service:\n  port: 8080\n")
+    ref = registry.oci(unique, ":v1")
+    run = lockgate(
+        "push",
+        str(chart),
+        ref,
+        "--render",
+        "--release-name",
+        "shop",
+        "--namespace",
+        "prod",
+        "--set",
+        "replicaCount=3",
+        "--values",
+        str(tmp_path / "prod.yaml"),
+        env={"LOCKGATE_HELM": str(helm)},
+    )
+    assert run.code == 0, run.err
+    assert "1 Helm hook object(s) are applied as ordinary objects" in run.err, run.err
+    assert "ConfigMap/shop-migrate (pre-install)" in run.err
+    docs = [d for d in yaml.safe_load_all(_pulled_text(registry, ref, tmp_path / "out")) if d]
+    kinds = {(d["kind"], d["metadata"]["name"]) for d in docs}
+    assert ("Pod", "shop-web-test-connection") not in kinds  # the test hook is skipped
+    assert ("Deployment", "shop-web") in kinds and ("ConfigMap", "shop-migrate") in kinds
+    deployment = next(d for d in docs if d["kind"] == "Deployment")
+    assert deployment["spec"]["replicas"] == 3
+    migrate = next(d for d in docs if d["metadata"]["name"] == "shop-migrate")
+    assert migrate["metadata"]["namespace"] == "prod"
+    service = next(d for d in docs if d["kind"] == "Service")
+    assert service["spec"]["ports"][0]["port"] == 8080
+    bad = lockgate("push", str(chart), ref, "--render", "--set", "novalue", env={"LOCKGATE_HELM": str(helm)})
+    assert bad.code == 2 and "--set 'novalue': expected KEY=VALUE" in bad.err
+    plain = lockgate("push", str(chart), ref, "--release-name", "x")
+    assert plain.code == 2 and "need --render" in plain.err

@@ -142,3 +142,51 @@ def test_suspend_is_read(tmp_path: Path) -> None:
     )
     (automation,) = config.load(tmp_path).automations
     assert automation.suspended
+
+
+UNKNOWN_FIELDS = {
+    "ImageRepository": (
+        "spec:\n  image: r/app\n  intervall: 5m\n",
+        "spec.intervall: unknown field; did you mean interval?",
+    ),
+    "ImagePolicy": (
+        "spec:\n  imageRepositoryRef: {name: app}\n  policy: {semver: {range: '>=1', rnage: x}}\n",
+        "spec.policy.semver.rnage: unknown field; did you mean range?",
+    ),
+    "ImageUpdateAutomation": (
+        "spec:\n  git:\n    commit: {author: {email: a@b.c, nmae: x}}\n  update: {path: .}\n",
+        "spec.git.commit.author.nmae: unknown field; did you mean name?",
+    ),
+}
+
+
+@pytest.mark.parametrize("kind", sorted(UNKNOWN_FIELDS))
+def test_an_unknown_field_of_a_flux_kind_is_an_error_with_a_suggestion(kind: str) -> None:
+    body, says = UNKNOWN_FIELDS[kind]
+    head = f"apiVersion: image.toolkit.fluxcd.io/v1\nkind: {kind}\n"
+    text = head + f"metadata: {{name: app, namespace: ns}}\n{body}"
+    _, problems = config.parse_documents("imgs.yaml", "---\n" + text)
+    assert f"imgs.yaml: document 1: {says}" in problems, problems
+
+
+def test_an_unknown_field_of_the_native_kind_is_an_error() -> None:
+    text = (
+        "apiVersion: lockgate.dev/v1alpha1\nkind: ImageAutomation\nmetadata: {name: a}\nspec:\n"
+        "  images:\n    - {name: app, image: r/app, semver: '>=1', exlcude: ['^x']}\n"
+        "  git: {author: {email: a@b.c}}\n"
+    )
+    _, problems = config.parse_documents("native.yaml", text)
+    assert "native.yaml: document 1: spec.images[0].exlcude: unknown field; did you mean exclude?" in problems
+
+
+def test_every_field_flux_documents_is_accepted() -> None:
+    """Fields lockgate does not act on (interval, timeout, accessFrom...) are accepted as Flux's."""
+    text = (
+        "apiVersion: image.toolkit.fluxcd.io/v1\nkind: ImageRepository\n"
+        "metadata: {name: app, namespace: ns}\n"
+        "spec:\n  image: r/app\n  interval: 5m\n  timeout: 1m\n  provider: generic\n  suspend: false\n"
+        "  serviceAccountName: sa\n  certSecretRef: {name: c}\n  proxySecretRef: {name: p}\n"
+        "  accessFrom: {namespaceSelectors: [{matchLabels: {a: b}}]}\n"
+    )
+    objects, problems = config.parse_documents("ok.yaml", text)
+    assert problems == [] and len(objects) == 1

@@ -136,7 +136,7 @@ def test_pull_request_action_is_reported_in_todays_words() -> None:
                     automation, TreeResult(), pull_request=pullrequest.PullRequest(7, "u", action)
                 )
             ],
-        ).to_json()["automations"][0]["pull_request"]
+        ).to_json()["automations"][0]["pullRequest"]
         for action in pullrequest.Action
     ]
     assert json.dumps(rows) == (
