@@ -147,7 +147,7 @@ def summary(command: str, result: Result) -> str:
             if automation.get("commit"):
                 pushed = " and pushed" if automation.get("pushed") else ""
                 lines += ["", f"Committed `{automation['commit'][:12]}` on `{automation['branch']}`{pushed}."]
-            pr = automation.get("pull_request")
+            pr = automation.get("pullRequest")
             if pr:
                 lines += ["", f"Pull request [#{pr['number']}]({pr['url']}) {pr['action']}."]
     elif command == "reconcile":

@@ -22,7 +22,7 @@ PUSH = {
         "reference": "x",
         "digest": DIGEST,
         "mode": "key",
-        "stored_at": "y",
+        "storedAt": "y",
     },
 }
 
@@ -78,7 +78,7 @@ def test_image_updates_output_is_json() -> None:
                 "commit": "0123456789abcdef",
                 "branch": "main",
                 "pushed": True,
-                "pull_request": None,
+                "pullRequest": None,
             }
         ]
     }
