@@ -58,6 +58,8 @@ class PushResult:
     signed: SignedArtifact | None = None
     #: the tree was packed in this run (False: the build cache and the registry made it unnecessary)
     packed: bool = False
+    #: the ``org.opencontainers.image.revision`` annotation pushed, when there is one
+    revision: str | None = None
 
     @property
     def url(self) -> str:
@@ -73,6 +75,7 @@ class PushResult:
             "status": self.status.value,
             "tags": list(self.tags),
             "path": self.path,
+            "revision": self.revision,
         }
         if self.signed is not None:
             value["signed"] = self.signed.to_json()
@@ -166,7 +169,8 @@ def upload(item: Prepared, client: registry.RegistryClient, options: PushOptions
             status = Status.PUSHED
     packed = tree.packed is not None
     signed = options.signer.sign(target, built.digest, client) if options.signer is not None else None
-    return PushResult(target, built.digest, status, uploaded, tags, path, signed, packed)
+    revision = built.manifest.annotations.get(metadata.REVISION)
+    return PushResult(target, built.digest, status, uploaded, tags, path, signed, packed, revision)
 
 
 def push(

@@ -1,6 +1,8 @@
 """Find credentials for a registry host, the way docker, oras and Flux do.
 
-Order: explicit ``--creds user:pass``; the Docker config (``$DOCKER_CONFIG/config.json``
+Order: explicit ``--creds user:pass``; ``LOCKGATE_REGISTRY_USERNAME``/``PASSWORD`` from the
+environment, for the one host named by ``LOCKGATE_REGISTRY_HOST`` (how the GitHub Action passes
+its inputs without writing a Docker config to disk); the Docker config (``$DOCKER_CONFIG/config.json``
 or ``~/.docker/config.json``): ``credHelpers[host]``, then ``auths[host]``, then
 ``credsStore``; ``GITHUB_TOKEN`` for ghcr.io inside GitHub Actions; else anonymous.
 Credentials are held in a ``Credentials`` value whose ``repr`` hides the secret, and
@@ -140,6 +142,31 @@ def _from_helper(helper: str, host: str) -> Credentials | None:
     return None
 
 
+#: environment credentials, for the registry host named by ENV_HOST only
+ENV_HOST = "LOCKGATE_REGISTRY_HOST"
+ENV_USERNAME = "LOCKGATE_REGISTRY_USERNAME"
+ENV_PASSWORD = "LOCKGATE_REGISTRY_PASSWORD"
+
+
+def from_env(host: str, env: Mapping[str, str]) -> Credentials | None:
+    """``LOCKGATE_REGISTRY_USERNAME``/``PASSWORD`` when ``LOCKGATE_REGISTRY_HOST`` is ``host``.
+
+    Scoped to one host so a password meant for one registry is never sent to another (the
+    image scanner talks to many). Half a pair, or a pair without a host, is a usage error.
+    """
+    username, password = env.get(ENV_USERNAME, ""), env.get(ENV_PASSWORD, "")
+    if not username and not password:
+        return None
+    if not username or not password:
+        raise UsageError(f"set both {ENV_USERNAME} and {ENV_PASSWORD}, or neither")
+    scope = env.get(ENV_HOST, "")
+    if not scope:
+        raise UsageError(f"{ENV_USERNAME}/{ENV_PASSWORD} need {ENV_HOST}: the registry host they are for")
+    if _normalise_host(scope) != _normalise_host(host):
+        return None
+    return Credentials(username=username, secret=password, origin=f"{ENV_USERNAME}/{ENV_PASSWORD}")
+
+
 def find(
     host: str, *, explicit: Credentials | None = None, env: Mapping[str, str] | None = None
 ) -> Credentials | None:
@@ -147,6 +174,9 @@ def find(
     if explicit is not None:
         return explicit
     env = os.environ if env is None else env
+    from_environment = from_env(host, env)
+    if from_environment is not None:
+        return from_environment
     path = docker_config_path(env)
     config = _read_config(path)
     wanted = _normalise_host(host)

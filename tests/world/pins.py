@@ -240,6 +240,15 @@ COMPONENTS: dict[str, GoComponent] = {
             version="v3.13.3",
             programs={"sops": "github.com/getsops/sops/v3/cmd/sops"},
         ),
+        # the linter of the workflows, and through them of action.yml's inputs
+        # (tests/unit/action/test_github_action_yml.py)
+        GoComponent(
+            name="actionlint",
+            module="github.com/rhysd/actionlint",
+            version="v1.7.12",
+            programs={"actionlint": "github.com/rhysd/actionlint/cmd/actionlint"},
+            ldflags=("-X github.com/rhysd/actionlint.version=v1.7.12",),
+        ),
     )
 }
 

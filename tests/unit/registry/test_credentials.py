@@ -125,3 +125,35 @@ def test_docker_config_in_memory_errors_never_show_values(data: bytes, message: 
         credentials.from_docker_config(data, "r.io", origin="Secret/ns/pull")
     assert caught.value.message.startswith(message)
     assert "s3cret" not in caught.value.message
+
+
+def test_environment_credentials_are_for_their_host_only(tmp_path: Path) -> None:
+    env = _config(tmp_path, {"auths": {"r.io": {"username": "docker", "password": "config"}}})
+    env |= {
+        "LOCKGATE_REGISTRY_HOST": "r.io",
+        "LOCKGATE_REGISTRY_USERNAME": "u",
+        "LOCKGATE_REGISTRY_PASSWORD": "p",
+    }
+    found = credentials.find("r.io", env=env)
+    assert found is not None and (found.username, found.secret) == ("u", "p")
+    assert "LOCKGATE_REGISTRY_USERNAME" in found.origin
+    # another registry never gets them (the image scanner talks to many)
+    assert credentials.find("other.io", env=env) is None
+    # --creds still wins
+    explicit = credentials.Credentials("x", "y")
+    assert credentials.find("r.io", explicit=explicit, env=env) is explicit
+
+
+@pytest.mark.parametrize(
+    ("env", "message"),
+    [
+        ({"LOCKGATE_REGISTRY_USERNAME": "u"}, "set both"),
+        (
+            {"LOCKGATE_REGISTRY_USERNAME": "u", "LOCKGATE_REGISTRY_PASSWORD": "p"},
+            "need LOCKGATE_REGISTRY_HOST",
+        ),
+    ],
+)
+def test_half_environment_credentials_are_refused(env: dict[str, str], message: str) -> None:
+    with pytest.raises(UsageError, match=message):
+        credentials.find("r.io", env=env)
