@@ -3,8 +3,9 @@
 Starts the world (registry, git remote, full cluster profile), then does each step of the
 Gitless flow that has landed, as a user would, through the ``lockgate`` CLI: push
 ``examples/podinfo`` to the local registry, sign it, reconcile it into the local cluster,
-then run ``lockgate serve`` with it and ``examples/hello``, roll a new release of hello out
-with one webhook call, and print ``lockgate status``. A step whose command is not
+then run ``lockgate serve`` with it and ``examples/hello``; act runs the real publish.yml
+(action.yml) on a release of hello, one webhook call rolls it out, the commit status lands
+on a local stand-in for GitHub's REST API, and ``lockgate status`` is printed. A step whose command is not
 implemented yet is reported as next, not faked.
 """
 
@@ -17,7 +18,6 @@ import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import time
 import urllib.request
 from pathlib import Path
@@ -27,13 +27,16 @@ import yaml
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from tests.world import binaries  # noqa: E402
+from tests.world import act, binaries  # noqa: E402
 from tests.world.errors import WorldSetupError  # noqa: E402
 from tests.world.process import free_port  # noqa: E402
+from tests.world.recorder import Recorder  # noqa: E402
 from tests.world.world import World  # noqa: E402
 
 NOT_IMPLEMENTED = 69
 LOCKGATE = [sys.executable, "-m", "lockgate"]
+#: the GitHub repository the demo's act run stands for (its origin remote; nothing is fetched)
+DEMO_REPO = "lockgate-demo/hello"
 
 
 def step(title: str) -> None:
@@ -75,8 +78,48 @@ def metric_ready(port: int, sync: str) -> bool:
     )
 
 
+def publish_with_act(world: World, hello_ref: str, env: dict[str, str]) -> tuple[str, str] | None:
+    """The CI half as users run it: act runs this repository's publish.yml (the real
+    action.yml) on a Git repository holding release 2 of examples/hello; returns (digest, sha)."""
+    keys = world.directory / "demo-keys"
+    repo = world.directory / "hello-repo"
+    shutil.rmtree(repo, ignore_errors=True)
+    files = {
+        f"deploy/{p.relative_to(ROOT / 'examples' / 'hello')}": p.read_text()
+        for p in sorted((ROOT / "examples" / "hello").rglob("*"))
+        if p.is_file()
+    }
+    files["deploy/config.yaml"] = files["deploy/config.yaml"].replace("release 1", "release 2")
+    sha = act.make_repo(repo, files, [act.WORKFLOWS / "publish.yml"])
+    # act derives github.repository from the origin remote (nothing is fetched from it)
+    subprocess.run(
+        ["git", "-C", str(repo), "remote", "add", "origin", f"https://github.com/{DEMO_REPO}.git"], check=True
+    )
+    run = act.run_workflow(
+        repo,
+        ".github/workflows/publish.yml",
+        inputs={"path": "deploy", "url": hello_ref, "sign": "key"},
+        secrets={
+            "LOCKGATE_SIGNING_KEY": (keys / "cosign.key").read_text(),
+            "LOCKGATE_SIGNING_PASSWORD": env["LOCKGATE_PASSWORD"],
+        },
+    )
+    if run.code != 0:
+        print(run.tail(), file=sys.stderr)
+        return None
+    outputs = run.outputs("push", job="publish")
+    print(
+        f"act: publish.yml -> digest {outputs['digest']}, revision {outputs['revision']}, "
+        f"signed by {outputs['signed-by']}"
+    )
+    for summary in run.summaries(job="publish"):
+        print(summary.rstrip())
+    return outputs["digest"], sha
+
+
 def serve_demo(world: World, env: dict[str, str], verify_args: list[str], ref: str) -> int:
-    """``lockgate serve`` with two syncs, a webhook-triggered rollout and ``lockgate status``."""
+    """``lockgate serve`` with two syncs, a release published by act and rolled out by one
+    webhook call, its commit status on the GitHub stand-in, and ``lockgate status``."""
     assert world.cluster is not None
     step("lockgate serve: two syncs (demo, and hello which dependsOn demo), webhooks, metrics")
     hello_ref = ref.replace("/podinfo:latest", "/hello:latest")
@@ -93,6 +136,17 @@ def serve_demo(world: World, env: dict[str, str], verify_args: list[str], ref: s
         "lockgate-system",
         f"--from-literal=token={token}",
     )
+    # GitHub's REST API cannot run here: a local endpoint records the commit statuses
+    github = Recorder()
+    world.cluster.kubectl(
+        "create",
+        "secret",
+        "generic",
+        "github-token",
+        "-n",
+        "lockgate-system",
+        "--from-literal=token=demo-token",
+    )
     metrics_port, webhook_port = free_port(), free_port()
     verify = {"key": verify_args[1]} if verify_args[0] == "--verify-key" else {"insecureSkip": True}
     docs: list[dict[str, object]] = [
@@ -105,6 +159,7 @@ def serve_demo(world: World, env: dict[str, str], verify_args: list[str], ref: s
                 "metricsAddress": f"127.0.0.1:{metrics_port}",
                 "webhookAddress": f"127.0.0.1:{webhook_port}",
                 "webhook": {"secretRef": {"name": "lockgate-webhook"}},
+                "clusterName": "local",
             },
         },
         {
@@ -125,6 +180,7 @@ def serve_demo(world: World, env: dict[str, str], verify_args: list[str], ref: s
                 "wait": True,
                 "rollback": "onHealthFailure",
                 "verify": verify,
+                "notify": [{"type": "github", "apiURL": github.url, "secretRef": {"name": "github-token"}}],
             },
         },
     ]
@@ -149,14 +205,11 @@ def serve_demo(world: World, env: dict[str, str], verify_args: list[str], ref: s
             time.sleep(0.2)
         print(log.read_text().rstrip())
 
-        step("a new release of hello: push, sign, then one webhook call (the interval is 10 minutes)")
-        with tempfile.TemporaryDirectory() as tmp:
-            release = Path(tmp) / "hello"
-            shutil.copytree(ROOT / "examples" / "hello", release)
-            cfg = release / "config.yaml"
-            cfg.write_text(cfg.read_text().replace("release 1", "release 2"))
-            if push_signed(release, hello_ref, verify_args, env) is None:
-                return 1
+        step("a new release of hello: act runs publish.yml (push + key sign), then one webhook call")
+        published = publish_with_act(world, hello_ref, env)
+        if published is None:
+            return 1
+        _, sha = published
         started = time.monotonic()
         request = urllib.request.Request(
             f"http://127.0.0.1:{webhook_port}/hook/hello",
@@ -167,16 +220,27 @@ def serve_demo(world: World, env: dict[str, str], verify_args: list[str], ref: s
         with urllib.request.urlopen(request, timeout=10) as answer:
             print(f"POST /hook/hello -> {answer.status} {answer.read().decode()}")
         while True:
-            out = world.cluster.kubectl(
+            live = world.cluster.kubectl(
                 "get", "configmap", "hello-config", "-n", "hello", "-o", "jsonpath={.data.MESSAGE}"
             )
-            if "release 2" in out.stdout:
+            if "release 2" in live.stdout:
                 break
             if time.monotonic() - started > 60:
                 print(log.read_text(), file=sys.stderr)
                 return 1
             time.sleep(0.05)
-        print(f"applied {time.monotonic() - started:.2f}s after the webhook: MESSAGE={out.stdout!r}")
+        print(f"applied {time.monotonic() - started:.2f}s after the webhook: MESSAGE={live.stdout!r}")
+        owner, name = DEMO_REPO.split("/")
+        github.wait_for(
+            lambda _: any(s.get("state") == "success" for s in github.statuses(owner, name, sha)),
+            timeout=60,
+            what=f"a success status on {DEMO_REPO}@{sha[:12]}",
+        )
+        for status in github.statuses(owner, name, sha):
+            print(
+                f"commit status on {DEMO_REPO}@{sha[:12]}: {status['context']} {status['state']}: "
+                f"{status.get('description', '')}"
+            )
 
         step("lockgate status (read from the inventory Secrets)")
         if lockgate("status", "-n", "lockgate-system", env=env).returncode != 0:
@@ -185,6 +249,7 @@ def serve_demo(world: World, env: dict[str, str], verify_args: list[str], ref: s
     finally:
         served.send_signal(signal.SIGTERM)
         served.wait(30)
+        github.stop()
     step("serve stopped on SIGTERM; its log")
     print("\n".join(log.read_text().splitlines()[-6:]))
     return 0

@@ -193,7 +193,7 @@ def test_every_base_and_variant_builds() -> None:
                 "containers"
             ]
         }
-        assert image == "ghcr.io/owner/lockgate:0.1.0"
+        assert image == "ghcr.io/lockgate-dev/lockgate:0.1.0"
 
 
 def test_the_servicemonitor_variant_applies_but_its_kind_needs_the_operators_crd(
