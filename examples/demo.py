@@ -112,7 +112,7 @@ def publish_with_act(world: World, hello_ref: str, env: dict[str, str]) -> tuple
         f"act: publish.yml -> digest {outputs['digest']}, revision {outputs['revision']}, "
         f"signed by {outputs['signed-by']}"
     )
-    for summary in run.summaries(job="publish"):
+    for summary in dict.fromkeys(run.summaries(job="publish")):  # act reports each summary twice
         print(summary.rstrip())
     return outputs["digest"], sha
 
