@@ -14,7 +14,7 @@ Immutable-field errors recreate the object only when forced.
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping, Sequence, Set
+from collections.abc import Iterator, Mapping, Sequence, Set
 from dataclasses import dataclass
 from typing import Any
 
@@ -280,16 +280,23 @@ def failure(errors: Sequence[LockgateError], changeset: ChangeSet) -> LockgateEr
     return ApplyFailed(errors, changeset)
 
 
+def _resolved(mgr: Manager, items: Sequence[Desired]) -> Iterator[tuple[Desired, Resource | ApplyError]]:
+    """Each applied item with its resource, or the error of a kind the server does not serve."""
+    for item in items:
+        if item.policy.applies:
+            try:
+                yield item, mgr.resource(item.api_version, item.key.kind)
+            except ApplyError as exc:
+                yield item, exc
+
+
 def resolve_resources(mgr: Manager, items: Sequence[Desired], *, dry_run: bool) -> dict[ObjectKey, Resource]:
     resources: dict[ObjectKey, Resource] = {}
-    for item in items:
-        if not item.policy.applies:
-            continue
-        try:
-            resources[item.key] = mgr.resource(item.api_version, item.key.kind)
-        except ApplyError as exc:
-            if not dry_run:
-                raise _about(item, exc) from None
+    for item, found in _resolved(mgr, items):
+        if not isinstance(found, ApplyError):
+            resources[item.key] = found
+        elif not dry_run:
+            raise _about(item, found) from None
     return resources
 
 
@@ -337,16 +344,13 @@ def preflight(
     resources: dict[ObjectKey, Resource] = {}
     errors: list[LockgateError] = []
     deferred: set[ObjectKey] = set()
-    for item in items:
-        if not item.policy.applies:
-            continue
-        try:
-            resources[item.key] = mgr.resource(item.api_version, item.key.kind)
-        except ApplyError as exc:
-            if (item.api_version, item.key.kind) in crd_kinds:
-                deferred.add(item.key)
-            else:
-                errors.append(_about(item, exc))
+    for item, found in _resolved(mgr, items):
+        if not isinstance(found, ApplyError):
+            resources[item.key] = found
+        elif (item.api_version, item.key.kind) in crd_kinds:
+            deferred.add(item.key)
+        else:
+            errors.append(_about(item, found))
     if errors:
         raise ApplyFailed(errors, ChangeSet())
     applier = StageApplier(mgr, options, recorded)

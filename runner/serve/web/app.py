@@ -75,9 +75,7 @@ class Views(Protocol):
     def sync(self, name: str) -> dict[str, Any] | None: ...
 
 
-def is_loopback(address: str) -> bool:
-    """``127.0.0.1:PORT``, ``[::1]:PORT`` or ``localhost:PORT``; ``:PORT`` is every interface."""
-    host, _ = parse_address(address)
+def _loopback_name(host: str) -> bool:
     if host == "localhost":
         return True
     try:
@@ -86,18 +84,19 @@ def is_loopback(address: str) -> bool:
         return False
 
 
+def is_loopback(address: str) -> bool:
+    """``127.0.0.1:PORT``, ``[::1]:PORT`` or ``localhost:PORT``; ``:PORT`` is every interface."""
+    return _loopback_name(parse_address(address)[0])
+
+
 def _host_is_loopback(header: str) -> bool:
+    """A ``Host`` header naming the loopback (``localhost:9090``, ``[::1]:9090``, ``127.0.0.1``)."""
     host = header.strip().lower()
     if host.startswith("["):
         host = host[1 : host.find("]")] if "]" in host else host
     else:
         host = host.rpartition(":")[0] if host.count(":") == 1 else host
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
+    return _loopback_name(host)
 
 
 def session_value(token: bytes) -> str:
