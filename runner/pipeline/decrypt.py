@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from lockgate.errors import VerificationError
 from lockgate.manifests import K8sObject
 from runner.kube.client import Kube
+from runner.pipeline import source
 from runner.pipeline.secretrefs import SecretReader
 from runner.plan.sops import keys, objects
 
@@ -30,8 +31,15 @@ class Decryption:
 
     secret_ref: str | None = None
     provider: str = PROVIDER
-    #: check whole objects' MACs (Flux never does: kustomize reorders what it builds)
-    check_mac: bool = True
+    #: check whole objects' MACs; None: for objects read from files, not for those kustomize
+    #: rebuilt (it reorders keys, so their MAC cannot match; Flux never checks it)
+    check_mac: bool | None = None
+
+
+def _check_mac(decryption: Decryption, obj: K8sObject) -> bool:
+    if decryption.check_mac is not None:
+        return decryption.check_mac
+    return not obj.file.startswith(source.KUSTOMIZE_ORIGIN)
 
 
 def load_identities(decryption: Decryption, kube: Kube, namespace: str) -> keys.Identities:
@@ -57,6 +65,6 @@ def apply(
             objects.refuse_encrypted(found)
             return found
         identities = load_identities(decryption, kube, namespace)
-        return [objects.decrypt(obj, identities, check_mac=decryption.check_mac) for obj in found]
+        return [objects.decrypt(obj, identities, check_mac=_check_mac(decryption, obj)) for obj in found]
     except objects.DecryptionFailed as exc:
         raise VerificationError(f"decryption failed: {exc.message}") from None

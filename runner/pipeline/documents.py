@@ -129,13 +129,13 @@ class Decryption:
         "(age-keygen output), as Flux. Read at each pass, held in memory only.",
         reference=True,
     )
-    check_mac: bool = attr(
+    check_mac: bool | None = attr(
         "checkMAC",
-        "Check each encrypted object's SOPS MAC (whole-document integrity). Turn off for objects a "
-        "kustomization rebuilds (kustomize sorts keys and adds fields, so Flux never checks it); "
-        "every encrypted value stays authenticated by AES-GCM with its path. Secret entries are "
-        "always checked.",
-        default=True,
+        "Check each encrypted object's SOPS MAC (whole-document integrity). Default: checked for "
+        "objects read from the artifact's files, not for objects a kustomization rebuilt (kustomize "
+        "sorts keys and adds fields, so their MAC cannot match; Flux never checks it); every "
+        "encrypted value stays authenticated by AES-GCM with its path either way. true or false "
+        "decides for every object. Secret entries are always checked.",
     )
 
 

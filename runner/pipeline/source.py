@@ -125,6 +125,10 @@ def _pin(
     return client.resolve(ref), f"nobody ({spec.spelling.insecure_skip})"
 
 
+#: how objects that kustomize built name their origin (``kustomize build apps:12``)
+KUSTOMIZE_ORIGIN = "kustomize build "
+
+
 def render_objects(root: Path, path: str | None) -> list[K8sObject]:
     """The objects under ``root/path``: ``kustomize build`` when it holds a kustomization."""
     base = root.resolve()
@@ -142,7 +146,7 @@ def render_objects(root: Path, path: str | None) -> list[K8sObject]:
     if kind == "kustomize":
         shown = path or "."
         text = render.kustomize_build(directory, purpose=_PURPOSE, shown=shown)
-        objects = manifests.load_text(text, f"kustomize build {shown}")
+        objects = manifests.load_text(text, f"{KUSTOMIZE_ORIGIN}{shown}")
     else:
         objects = manifests.load([directory], relative_to=base)
     seen: dict[manifests.ObjectKey, K8sObject] = {}

@@ -280,10 +280,11 @@ def test_an_encrypted_object_without_decryption_is_refused_not_applied(
     _nothing_applied(cluster, unique)
 
 
-def test_an_object_kustomize_rebuilt_is_decrypted_with_check_mac_off(
+def test_an_object_kustomize_rebuilt_is_decrypted_without_its_mac_by_default(
     cluster: Cluster, registry: Registry, unique: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """kustomize sorts keys: the MAC's order is gone (Flux never checks it); values still authenticate."""
+    """kustomize sorts keys: the MAC's order is gone (Flux never checks it), so by default it is
+    not checked for what kustomize built; values still authenticate. checkMAC: true insists."""
     monkeypatch.setenv("LOCKGATE_KUSTOMIZE", str(binaries.binary("kustomize")))
     runner = f"{unique}-r"
     key = sops_support.age_key()
@@ -304,10 +305,12 @@ def test_an_object_kustomize_rebuilt_is_decrypted_with_check_mac_off(
         "creds.yaml": text,
     }
     url = push_tree(registry, unique, files)
-    message = _failed(_pass(cluster, tmp_path, unique, url, runner, decryption=DECRYPTION))
+    message = _failed(
+        _pass(cluster, tmp_path, unique, url, runner, decryption={**DECRYPTION, "checkMAC": True})
+    )
     assert "MAC mismatch" in message and "checkMAC: false" in message
     _nothing_applied(cluster, unique)
-    result = _pass(cluster, tmp_path, unique, url, runner, decryption={**DECRYPTION, "checkMAC": False})
+    result = _pass(cluster, tmp_path, unique, url, runner, decryption=DECRYPTION)
     assert result.error is None, result.error.message
     assert _decoded(get(cluster, "secret", "creds", unique)) == {"password": PASSWORD}
 
