@@ -21,7 +21,6 @@ from lockgate import registry
 from lockgate.errors import Abandoned, LockgateError, UsageError
 from lockgate.redact import scrub
 from lockgate.signing.options import VerifyOptions
-from runner.kube.client import Kube
 from runner.pipeline import config, report
 from runner.pipeline import reconcile as pipeline
 from runner.pipeline.result import Result
@@ -139,24 +138,22 @@ def reconcile(
         syncs, cluster = [sync], ""
     # notifications (``--config`` syncs with ``notify``) are sent in the background and flushed
     # with a short deadline at the end; they never fail the pass
-    # one client for the whole command, so --context chooses it once for every pass
-    kube = Kube.from_kubeconfig(kubeconfig, context=context)
-    notifier = notify.one_shot(kubeconfig, cluster=cluster, client=kube)
+    notifier = notify.one_shot(kubeconfig, cluster=cluster, context=context)
     if any(sync.notify for sync in syncs):  # a notification given up is logged to stderr
         log_mod.configure("text", level=logging.WARNING)
     if config_path is not None and not dry_run:
         # the CronJob mode: each pass under its sync's Lease, as ``serve`` runs them
-        keeper = leases.LeaseKeeper(kube)
+        keeper = leases.LeaseKeeper.from_kubeconfig(kubeconfig, context=context)
 
         def one(sync: pipeline.SyncOptions) -> Result:
             def run(hook: Callable[[Result], None] | None) -> Result:
-                return leases.reconcile(keeper, sync, kube=kube, applying=hook)
+                return leases.reconcile(keeper, sync, kubeconfig=kubeconfig, context=context, applying=hook)
 
             return notifier.around(sync, run)
 
         results = [one(sync) for sync in syncs]
     else:
-        results = [pipeline.reconcile(sync, kube=kube) for sync in syncs]
+        results = [pipeline.reconcile(sync, kubeconfig=kubeconfig, context=context) for sync in syncs]
     notifier.flush()
     if output == "json":
         docs = [r.to_json() for r in results]

@@ -357,6 +357,7 @@ def reconcile(
     *,
     kube: Kube | None = None,
     kubeconfig: Path | None = None,
+    context: str | None = None,
     guard: Callable[[], None] | None = None,
     retry_rejected: bool = False,
     requested_at: str = "",
@@ -386,7 +387,7 @@ def reconcile(
         result.namespace = runner_namespace(options.namespace)
         secrets = None
         if options.source.needs_secrets:  # credentials or keys from Secrets: the cluster is read first
-            client = client or Kube.from_kubeconfig(kubeconfig, pool=options.concurrency + 4)
+            client = client or Kube.from_kubeconfig(kubeconfig, context=context, pool=options.concurrency + 4)
             secrets = secretrefs.SecretReader(client, result.namespace)
         fetched = source.fetch(options.source, client=registry_client, secrets=secrets)
         result.url, result.digest, result.revision = fetched.url, fetched.digest, fetched.revision
@@ -396,7 +397,7 @@ def reconcile(
             raise RenderError(
                 f"{fetched.url}{'/' + options.source.path if options.source.path else ''} holds no objects"
             )
-        client = client or Kube.from_kubeconfig(kubeconfig, pool=options.concurrency + 4)
+        client = client or Kube.from_kubeconfig(kubeconfig, context=context, pool=options.concurrency + 4)
         # decrypted per object before substitution (as Flux), through the runner's own client
         objects = decrypt.apply(fetched.objects, options.decryption, client, result.namespace)
         if options.post_build is not None and options.post_build.wanted:

@@ -112,9 +112,11 @@ class LeaseKeeper:
         self._held: set[tuple[str, str]] = set()
 
     @classmethod
-    def from_kubeconfig(cls, path: Path | None = None, **settings: Any) -> LeaseKeeper:
+    def from_kubeconfig(
+        cls, path: Path | None = None, *, context: str | None = None, **settings: Any
+    ) -> LeaseKeeper:
         """A keeper with its own small client (``Kube.from_kubeconfig``: the file, or in-cluster)."""
-        return cls(Kube.from_kubeconfig(path, pool=2), **settings)
+        return cls(Kube.from_kubeconfig(path, context=context, pool=2), **settings)
 
     def hold(self, namespace: str, sync: str) -> Held | None:
         """Take the sync's Lease and keep renewing it; None when another live holder has it.
@@ -406,6 +408,7 @@ def reconcile(
     kubeconfig: Path | None = None,
     kube: Kube | None = None,
     applying: Callable[[Result], None] | None = None,
+    context: str | None = None,
 ) -> Result:
     """One pass under the sync's Lease (``lockgate reconcile --config``, the CronJob mode).
 
@@ -413,7 +416,9 @@ def reconcile(
     not failed; a dry run takes no Lease. Never raises ``LockgateError``, as ``reconcile``.
     """
     if options.dry_run:
-        return pipeline.reconcile(options, kube=kube, kubeconfig=kubeconfig, applying=applying)
+        return pipeline.reconcile(
+            options, kube=kube, kubeconfig=kubeconfig, context=context, applying=applying
+        )
     try:
         pipeline.check_name(options.name)
         namespace = pipeline.runner_namespace(options.namespace)
@@ -424,7 +429,7 @@ def reconcile(
         return Result(name=options.name, namespace=namespace, skipped=f"held by {taken}")
     with taken:
         return pipeline.reconcile(
-            options, kube=kube, kubeconfig=kubeconfig, guard=taken.guard, applying=applying
+            options, kube=kube, kubeconfig=kubeconfig, context=context, guard=taken.guard, applying=applying
         )
 
 

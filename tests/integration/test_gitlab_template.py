@@ -6,7 +6,7 @@ JSON schema) and runs the jobs. No container engine runs here, so ``--force-shel
 runs them on the host, where the venv's ``lockgate`` stands in for the image's: the
 ``image:`` is the only part not exercised. The project is a clone of a repository of the
 world's git remote; artifacts go to the world's registries (the password-protected one for
-publish, so the template's Docker config is used).
+publish, so the template's credentials from the environment are used).
 """
 
 from __future__ import annotations
@@ -101,8 +101,8 @@ def test_publish_pushes_with_the_jobs_registry_login_and_values_with_spaces_inta
             "LOCKGATE_URL": url,
             "LOCKGATE_TAGS": "latest,\nstable",
             "LOCKGATE_SOURCE": "https://gitlab.example/group/app with spaces",
-            "LOCKGATE_REGISTRY": auth_registry.host,
-            "LOCKGATE_REGISTRY_USER": auth_registry.username,
+            "LOCKGATE_REGISTRY_HOST": auth_registry.host,
+            "LOCKGATE_REGISTRY_USERNAME": auth_registry.username,
             "LOCKGATE_REGISTRY_PASSWORD": auth_registry.password,
         },
     )
@@ -120,8 +120,9 @@ def test_publish_pushes_with_the_jobs_registry_login_and_values_with_spaces_inta
     assert annotations["org.opencontainers.image.source"] == "https://gitlab.example/group/app with spaces"
     sha = git(work, "rev-parse", "HEAD").strip()
     assert annotations["org.opencontainers.image.revision"] == f"main@sha1:{sha}"
-    # the Docker config with the password is gone with the job
+    # the password reached lockgate through its environment: no Docker config was written
     assert not list(Path(os.environ.get("TMPDIR", "/tmp")).glob("lockgate-*/docker/config.json"))
+    assert not (work / ".docker").exists()
 
 
 def test_image_update_commits_and_pushes_the_newest_allowed_tag(
@@ -151,7 +152,7 @@ def test_a_signed_publish_then_diff_reports_the_change_and_fails_only_when_it_ca
     (work / "deploy" / "cm.yaml").write_text(dump(configmap("web", "apps", {"v": "1"})))
     commit_all(work)
     url = registry.oci(f"{unique}/manifests", ":latest")
-    common = {"LOCKGATE_PATH": "deploy", "LOCKGATE_URL": url, "LOCKGATE_REGISTRY": ""}
+    common = {"LOCKGATE_PATH": "deploy", "LOCKGATE_URL": url, "LOCKGATE_REGISTRY_HOST": ""}
     # signed with a cosign key: the key a File variable, its password a masked variable
     keys = tmp_path / "keys"
     keys.mkdir()

@@ -247,14 +247,13 @@ class Notifier:
         return reader.read(provider.secret_ref, field=SECRET_FIELD)
 
 
-def one_shot(kubeconfig: Path | None, *, cluster: str = "", client: Kube | None = None) -> Notifier:
-    """A ``Notifier`` for ``lockgate reconcile``: ``flush`` it before exiting (``client``: the
-    command's own client, else one made from ``kubeconfig`` when a Secret is first read)."""
-    made: list[Kube] = [client] if client is not None else []
+def one_shot(kubeconfig: Path | None, *, cluster: str = "", context: str | None = None) -> Notifier:
+    """A ``Notifier`` for ``lockgate reconcile``: ``flush`` it before exiting."""
+    made: list[Kube] = []
 
     def kube() -> Kube:
         if not made:
-            made.append(Kube.from_kubeconfig(kubeconfig))
+            made.append(Kube.from_kubeconfig(kubeconfig, context=context))
         return made[0]
 
     return Notifier(delivery.Queue(), kube=kube, cluster=cluster)
