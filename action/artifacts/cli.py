@@ -1,4 +1,9 @@
-"""Click commands for the artifact verbs: parse flags, make one library call, print the value."""
+"""Click commands for the artifact verbs: parse flags, make one library call, print the value.
+
+Each command imports the library it calls inside its body: loading this module (to run one
+command, or for its ``--help``) must not import the registry's HTTP stack, YAML, or the
+other commands' code.
+"""
 
 from __future__ import annotations
 
@@ -6,18 +11,15 @@ import json
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
 from action import cliopts
-from action.artifacts import inspect as inspect_mod
-from action.artifacts import push as push_mod
-from action.artifacts import signer as signer_mod
-from action.artifacts import source
-from lockgate import registry
-from lockgate.artifact import extract, manifest, metadata
-from lockgate.artifact import pull as pull_mod
+from lockgate.artifact import limits
+
+if TYPE_CHECKING:
+    from action.artifacts import source
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -47,6 +49,8 @@ def _build(
     resolve_symlinks: bool,
     no_validate: bool,
 ) -> source.BuildOptions:
+    from action.artifacts import source
+
     return source.BuildOptions(
         ignore_paths=ignore_paths,
         resolve_symlinks=resolve_symlinks,
@@ -71,6 +75,8 @@ _client = cliopts.client_for
 @_build_options
 def build(path: str, out: Path | None, **flags: Any) -> None:
     """Pack PATH (a directory, a file or - for stdin) into a reproducible tar+gzip layer."""
+    from action.artifacts import push as push_mod
+
     options = _build(**flags)
     with tempfile.TemporaryDirectory(prefix="lockgate-build-") as tmp:
         dest = out or Path(tmp) / "artifact.tgz"
@@ -127,6 +133,10 @@ def push(
     **flags: Any,
 ) -> None:
     """Build and push PATH to oci://REGISTRY/REPO:TAG in Flux's artifact format."""
+    from action.artifacts import push as push_mod
+    from action.artifacts import signer as signer_mod
+    from lockgate.artifact import manifest
+
     options = push_mod.PushOptions(
         source=source,
         revision=revision,
@@ -156,9 +166,9 @@ def push(
     "--out", "-o", "out", type=click.Path(path_type=Path), required=True, help="Directory to create."
 )
 @click.option("--media-type", help="Layer media type to extract (default: Flux's, else the first).")
-@click.option("--max-size", type=int, default=extract.Limits.max_total_bytes, show_default=True)
-@click.option("--max-files", type=int, default=extract.Limits.max_files, show_default=True)
-@click.option("--max-ratio", type=float, default=extract.Limits.max_ratio, show_default=True)
+@click.option("--max-size", type=int, default=limits.Limits.max_total_bytes, show_default=True)
+@click.option("--max-files", type=int, default=limits.Limits.max_files, show_default=True)
+@click.option("--max-ratio", type=float, default=limits.Limits.max_ratio, show_default=True)
 @click.option("--output", "output", type=click.Choice(["text", "json"]), default="text")
 @_registry_options
 def pull(
@@ -173,9 +183,13 @@ def pull(
     insecure: bool,
 ) -> None:
     """Pull an artifact by digest and extract it safely into a new directory."""
+    from lockgate import registry
+    from lockgate.artifact import metadata
+    from lockgate.artifact import pull as pull_mod
+
     ref = registry.parse(reference, default_tag="latest")
-    limits = extract.Limits(max_total_bytes=max_size, max_files=max_files, max_ratio=max_ratio)
-    result = pull_mod.pull(_client(ref, creds, insecure), ref, out, media_type=media_type, limits=limits)
+    bounds = limits.Limits(max_total_bytes=max_size, max_files=max_files, max_ratio=max_ratio)
+    result = pull_mod.pull(_client(ref, creds, insecure), ref, out, media_type=media_type, limits=bounds)
     if output == "json":
         _emit(result.to_json())
         return
@@ -192,6 +206,9 @@ def pull(
 @_registry_options
 def tag(reference: str, tags: tuple[str, ...], creds: str | None, insecure: bool) -> None:
     """Point new TAGS at the artifact REFERENCE resolves to."""
+    from action.artifacts import inspect as inspect_mod
+    from lockgate import registry
+
     ref = registry.parse(reference, default_tag="latest")
     digest = inspect_mod.tag(_client(ref, creds, insecure), ref, tags)
     for new in tags:
@@ -205,6 +222,9 @@ def tag(reference: str, tags: tuple[str, ...], creds: str | None, insecure: bool
 @_registry_options
 def inspect(reference: str, media_type: str | None, output: str, creds: str | None, insecure: bool) -> None:
     """Show an artifact's manifest digest, annotations, layers and files."""
+    from action.artifacts import inspect as inspect_mod
+    from lockgate import registry
+
     ref = registry.parse(reference, default_tag="latest")
     info = inspect_mod.inspect(_client(ref, creds, insecure), ref, media_type=media_type)
     if output == "json":
@@ -231,6 +251,9 @@ def list_(
     reference: str, show_all: bool, page_size: int, output: str, creds: str | None, insecure: bool
 ) -> None:
     """List the artifact tags of a repository."""
+    from action.artifacts import inspect as inspect_mod
+    from lockgate import registry
+
     ref = registry.parse(reference)
     tags = inspect_mod.list_tags(_client(ref, creds, insecure), ref, show_all=show_all, page_size=page_size)
     if output == "json":
@@ -258,6 +281,7 @@ def diff(
 ) -> None:
     """Diff local manifests against a remote artifact, object by object; exit 1 when they differ."""
     from action.artifacts import diff as diff_mod
+    from lockgate import registry
 
     ref = registry.parse(reference, default_tag="latest")
     result = diff_mod.diff(

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import IO
 
 from lockgate.artifact import gz
+from lockgate.artifact.limits import Limits as Limits
 from lockgate.errors import LockgateError, UsageError, VerificationError
 
 CHUNK = 1 << 20
@@ -32,15 +33,6 @@ class UnsafeArtifactError(VerificationError):
     def __init__(self, entry: str, reason: str) -> None:
         super().__init__(f"refusing to extract {entry!r}: {reason}; nothing was written")
         self.entry = entry
-
-
-@dataclass(frozen=True)
-class Limits:
-    max_total_bytes: int = 1 << 30
-    max_files: int = 100_000
-    max_ratio: float = 200.0
-    #: the ratio is only checked past this many uncompressed bytes (headers dominate tiny layers)
-    ratio_floor: int = 16 << 20
 
 
 @dataclass(frozen=True)
