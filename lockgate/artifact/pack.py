@@ -343,13 +343,16 @@ def pack(
     """Write ``root`` into the file ``dest`` (replaced atomically; nothing left on failure).
 
     ``entries``: what ``collect(root, options)`` returned, when the caller already has it.
+    ``check`` runs on the second core too when there is one (``sharedcheck``).
     """
+    from lockgate.artifact import sharedcheck
+
     if entries is None:
         entries = collect(root, options)
     partial = dest.with_name(dest.name + ".partial")
     try:
-        with open(partial, "wb") as out:
-            digest, size = write(entries, out, check=check, inline_limit=inline_limit)
+        with open(partial, "wb") as out, sharedcheck.shared(check, entries) as checking:
+            digest, size = write(entries, out, check=checking, inline_limit=inline_limit)
         partial.replace(dest)
     finally:
         partial.unlink(missing_ok=True)
