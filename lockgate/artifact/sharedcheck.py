@@ -80,7 +80,7 @@ class SharedCheck:
     def _helper(self) -> int:
         while True:
             with self._lock:
-                index = self._high.value - 1
+                index = int(self._high.value) - 1
                 if index < self._low.value:
                     return _NONE
                 self._high.value = index
