@@ -120,8 +120,18 @@ def extract(layer: IO[bytes], target: Path, limits: Limits | None = None) -> Ext
 
 
 def _extract_into(layer: IO[bytes], root: Path, limits: Limits) -> tuple[int, int]:
+    """The members of ``layer`` written under the fresh staging directory ``root``.
+
+    Written for few system calls per entry, since they are most of a pull at 10,000 files:
+    each directory is made once (``made`` remembers them), a file is one ``open`` with
+    ``O_EXCL | O_NOFOLLOW`` (which is also the collision check), its writes and a ``close``,
+    and modes are set at creation, with a ``chmod`` only when the umask would change them.
+    """
     counting = _Counting(layer)
     seen: set[str] = set()
+    made: set[str] = {""}
+    umask = _umask()
+    base = str(root)
     files = 0
     total = 0
     # decompressed through the same bundled library as packing (gz), not the system zlib
@@ -134,10 +144,16 @@ def _extract_into(layer: IO[bytes], root: Path, limits: Limits) -> tuple[int, in
             if name in seen:
                 raise UnsafeArtifactError(member.name, "appears twice in the layer")
             seen.add(name)
-            dest = root.joinpath(*name.split("/"))
+            dest = f"{base}/{name}"
             if member.isdir():
-                dest.mkdir(parents=True, exist_ok=True)
-                os.chmod(dest, 0o755)
+                if name not in made:
+                    _parents(base, name, made)
+                    os.mkdir(dest, 0o755)
+                    made.add(name)
+                    if 0o755 & umask:
+                        os.chmod(dest, 0o755)
+                elif 0o777 & ~umask != 0o755:
+                    os.chmod(dest, 0o755)  # made implicitly, as a parent, with the umask's mode
                 continue
             files += 1
             if files > limits.max_files:
@@ -146,20 +162,59 @@ def _extract_into(layer: IO[bytes], root: Path, limits: Limits) -> tuple[int, in
                 raise UnsafeArtifactError(
                     member.name, f"total size exceeds {limits.max_total_bytes} bytes (limit)"
                 )
-            dest.parent.mkdir(parents=True, exist_ok=True)
-            if dest.exists():
-                raise UnsafeArtifactError(member.name, "collides with an entry already extracted")
+            _parents(base, name, made)
             source = tar.extractfile(member)
             if source is None:
                 raise UnsafeArtifactError(member.name, "unreadable entry")
-            with open(dest, "xb") as out:
+            mode = 0o755 if member.mode & 0o100 else 0o644
+            try:
+                fd = os.open(dest, _CREATE, mode)
+            except FileExistsError:
+                raise UnsafeArtifactError(member.name, "collides with an entry already extracted") from None
+            try:
                 while chunk := source.read(CHUNK):
                     total += len(chunk)
-                    out.write(chunk)
                     if total > limits.ratio_floor and total > limits.max_ratio * max(counting.count, 1):
                         raise UnsafeArtifactError(
                             member.name,
                             f"compression ratio above {limits.max_ratio:g}:1 (a decompression bomb?)",
                         )
-            os.chmod(dest, 0o755 if member.mode & 0o100 else 0o644)
+                    _write_all(fd, chunk)
+                if mode & umask:
+                    os.fchmod(fd, mode)
+            finally:
+                os.close(fd)
     return files, total
+
+
+#: a new file only: never through a link, never over an existing entry
+_CREATE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+
+
+def _parents(base: str, name: str, made: set[str]) -> None:
+    """Make the directories above ``name`` once (the umask's mode, as ``mkdir -p``)."""
+    parent = name.rpartition("/")[0]
+    if parent in made:
+        return
+    os.makedirs(f"{base}/{parent}", exist_ok=True)
+    while parent not in made:
+        made.add(parent)
+        parent = parent.rpartition("/")[0]
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+
+
+def _umask() -> int:
+    """The process umask, read without setting it (``os.umask`` would race other threads)."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as status:
+            for line in status:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError):
+        pass
+    return 0o777  # unknown: chmod everything, as if every bit were masked

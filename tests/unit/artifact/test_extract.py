@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gzip
 import io
+import os
 import tarfile
 from pathlib import Path
 
@@ -130,3 +131,33 @@ def test_the_compressed_side_is_read_a_record_at_a_time(tmp_path: Path) -> None:
     watched = _Watched(raw)
     extract.extract(watched, tmp_path / "out")
     assert 0 < watched.largest <= tarfile.RECORDSIZE
+
+
+UMASKS = {"usual 022": 0o022, "strict 077": 0o077, "none 000": 0o000, "odd 027": 0o027}
+
+
+@pytest.mark.parametrize("umask", UMASKS.values(), ids=UMASKS.keys())
+def test_modes_do_not_depend_on_the_umask(tmp_path: Path, umask: int) -> None:
+    """Modes are set at creation and fixed with chmod only when the umask changed them."""
+    exe, _ = _member("apps/bin/run.sh", data=b"#!/bin/sh\n")
+    exe.mode = 0o755
+    layer = _layer(
+        _member("apps/a.yaml", data=b"kind: X\n"),  # apps/ made implicitly, before its entry
+        _member("apps", tarfile.DIRTYPE),
+        _member("explicit", tarfile.DIRTYPE),
+        (exe, b"#!/bin/sh\n"),
+    )
+    old = os.umask(umask)
+    try:
+        extract.extract(layer, tmp_path / "out")
+    finally:
+        os.umask(old)
+    out = tmp_path / "out"
+    modes = {p.relative_to(out).as_posix(): p.stat().st_mode & 0o7777 for p in out.rglob("*")}
+    assert modes == {
+        "apps": 0o755,
+        "apps/a.yaml": 0o644,
+        "apps/bin": 0o777 & ~umask,  # a parent without an entry of its own: mkdir -p's mode
+        "apps/bin/run.sh": 0o755,
+        "explicit": 0o755,
+    }
