@@ -272,11 +272,22 @@ def write(
     headers, same bytes: the digest of a tree never changes) and handed to gzip in large
     chunks; ``gz.GzipWriter`` re-cuts them into fixed blocks, so the deflate output does not
     depend on how they were split here. Each file is read once, and ``check`` (e.g. YAML
-    validation) sees the bytes that are packed.
+    validation) sees the bytes that are packed. Deflate, CRC, hashing and writing ``out``
+    run on the writer's worker thread, in order: the bytes are those of a single thread.
     """
     sink = _HashingWriter(out)
+    gzw = gz.GzipWriter(sink.write, threaded=True)
+    try:
+        return _write(entries, sink, gzw, check, inline_limit)
+    except BaseException:
+        gzw.abort()
+        raise
+
+
+def _write(
+    entries: Sequence[Entry], sink: _HashingWriter, gzw: gz.GzipWriter, check: Check | None, inline_limit: int
+) -> tuple[str, int]:
     offset = 0
-    gzw = gz.GzipWriter(sink.write)
     buf = bytearray()
     for entry in entries:
         if entry.is_dir:
