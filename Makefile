@@ -21,6 +21,7 @@ system-packages:
 	command -v git >/dev/null || missing="$$missing git"; \
 	command -v ssh-keygen >/dev/null || missing="$$missing openssh-client"; \
 	command -v gpg >/dev/null || missing="$$missing gnupg"; \
+	command -v pigz >/dev/null || missing="$$missing pigz"; \
 	if [ -n "$$missing" ]; then \
 	  echo "setup: installing Debian packages:$$missing"; \
 	  if ! { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; }; then \
