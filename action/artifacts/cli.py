@@ -65,6 +65,8 @@ def _emit(value: Any) -> None:
 
 
 _output = cliopts.output_option
+#: ``--quiet``: no progress line on a terminal (there is none elsewhere)
+_quiet = click.option("--quiet", "-q", is_flag=True, help="No progress line on the terminal.")
 _registry_options = cliopts.registry_options
 _client = cliopts.client_for
 
@@ -73,12 +75,14 @@ _client = cliopts.client_for
 @click.argument("path")
 @click.option("--out", "-o", "out", type=click.Path(path_type=Path), help="Write the layer here.")
 @_build_options
-def build(path: str, out: Path | None, **flags: Any) -> None:
+@_quiet
+def build(path: str, out: Path | None, quiet: bool, **flags: Any) -> None:
     """Pack PATH (a directory, a file or - for stdin) into a reproducible tar+gzip layer."""
     from action.artifacts import push as push_mod
+    from lockgate import progress
 
     options = _build(**flags)
-    with tempfile.TemporaryDirectory(prefix="lockgate-build-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="lockgate-build-") as tmp, progress.shown(quiet=quiet):
         dest = out or Path(tmp) / "artifact.tgz"
         layer = push_mod.build_layer(path, dest, options)
     files = sum(1 for e in layer.entries if not e.is_dir)
@@ -115,6 +119,7 @@ def build(path: str, out: Path | None, **flags: Any) -> None:
 @_output
 @_build_options
 @_registry_options
+@_quiet
 def push(
     args: tuple[str, ...],
     each: str | None,
@@ -130,11 +135,13 @@ def push(
     output: str,
     creds: str | None,
     insecure: bool,
+    quiet: bool,
     **flags: Any,
 ) -> None:
     """Build and push PATH to oci://REGISTRY/REPO:TAG in Flux's artifact format."""
     from action.artifacts import push as push_mod
     from action.artifacts import signer as signer_mod
+    from lockgate import progress
     from lockgate.artifact import manifest
 
     options = push_mod.PushOptions(
@@ -148,9 +155,10 @@ def push(
     sign = signer_mod.SignOptions(
         mode=sign_mode, key_path=key_path, token=identity_token, trust_config=trust_config
     )
-    results = push_mod.push_targets(
-        args, each=each, options=options, sign=sign, client_for=lambda ref: _client(ref, creds, insecure)
-    )
+    with progress.shown(quiet=quiet):
+        results = push_mod.push_targets(
+            args, each=each, options=options, sign=sign, client_for=lambda ref: _client(ref, creds, insecure)
+        )
     if output == "json":
         _emit(results[0].to_json() if each is None else push_mod.results_json(results))
         return
@@ -171,6 +179,7 @@ def push(
 @click.option("--max-ratio", type=float, default=limits.Limits.max_ratio, show_default=True)
 @click.option("--output", "output", type=click.Choice(["text", "json"]), default="text")
 @_registry_options
+@_quiet
 def pull(
     reference: str,
     out: Path,
@@ -181,15 +190,17 @@ def pull(
     output: str,
     creds: str | None,
     insecure: bool,
+    quiet: bool,
 ) -> None:
     """Pull an artifact by digest and extract it safely into a new directory."""
-    from lockgate import registry
+    from lockgate import progress, registry
     from lockgate.artifact import metadata
     from lockgate.artifact import pull as pull_mod
 
     ref = registry.parse(reference, default_tag="latest")
     bounds = limits.Limits(max_total_bytes=max_size, max_files=max_files, max_ratio=max_ratio)
-    result = pull_mod.pull(_client(ref, creds, insecure), ref, out, media_type=media_type, limits=bounds)
+    with progress.shown(quiet=quiet):
+        result = pull_mod.pull(_client(ref, creds, insecure), ref, out, media_type=media_type, limits=bounds)
     if output == "json":
         _emit(result.to_json())
         return

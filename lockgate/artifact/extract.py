@@ -9,15 +9,18 @@ was read; on any failure nothing is left behind and the error names the entry.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import posixpath
 import shutil
 import tarfile
 import tempfile
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
+from lockgate import progress
 from lockgate.artifact import gz
 from lockgate.artifact.limits import Limits as Limits
 from lockgate.errors import LockgateError, UsageError, VerificationError
@@ -134,8 +137,9 @@ def _extract_into(layer: IO[bytes], root: Path, limits: Limits) -> tuple[int, in
     base = str(root)
     files = 0
     total = 0
+    task = progress.current().task("extracting", unit="files")
     # decompressed through the same bundled library as packing (gz), not the system zlib
-    with gz.reader(counting) as plain, tarfile.open(fileobj=plain, mode="r|") as tar:
+    with gz.reader(counting) as plain, tarfile.open(fileobj=plain, mode="r|") as tar, _finishing(task):
         for member in tar:
             name = _safe_name(member.name)
             _check_type(member)
@@ -184,7 +188,16 @@ def _extract_into(layer: IO[bytes], root: Path, limits: Limits) -> tuple[int, in
                     os.fchmod(fd, mode)
             finally:
                 os.close(fd)
+            task.advance()
     return files, total
+
+
+@contextlib.contextmanager
+def _finishing(task: progress.Task) -> Iterator[None]:
+    try:
+        yield
+    finally:
+        task.finish()
 
 
 #: a new file only: never through a link, never over an existing entry

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
 
+from lockgate import progress
 from lockgate.artifact import gz, ignore
 from lockgate.errors import UsageError
 
@@ -277,15 +278,24 @@ def write(
     """
     sink = _HashingWriter(out)
     gzw = gz.GzipWriter(sink.write, threaded=True)
+    total = sum(entry.stamp[0] for entry in entries if entry.stamp)
+    task = progress.current().task("packing", total=total or None)
     try:
-        return _write(entries, sink, gzw, check, inline_limit)
+        return _write(entries, sink, gzw, check, inline_limit, task)
     except BaseException:
         gzw.abort()
         raise
+    finally:
+        task.finish()
 
 
 def _write(
-    entries: Sequence[Entry], sink: _HashingWriter, gzw: gz.GzipWriter, check: Check | None, inline_limit: int
+    entries: Sequence[Entry],
+    sink: _HashingWriter,
+    gzw: gz.GzipWriter,
+    check: Check | None,
+    inline_limit: int,
+    task: progress.Task,
 ) -> tuple[str, int]:
     offset = 0
     buf = bytearray()
@@ -319,6 +329,7 @@ def _write(
                     offset += len(header) + size + len(_padding(size))
         except OSError as exc:
             raise UsageError(f"{entry.source}: cannot read ({exc.strerror or exc})") from None
+        task.advance(size)
         if len(buf) >= _CHUNK:
             gzw.write(buf)
             buf.clear()
