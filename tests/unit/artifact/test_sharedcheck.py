@@ -75,15 +75,28 @@ BAD = {
 
 
 @pytest.mark.parametrize("bad", BAD.values(), ids=BAD.keys())
-def test_a_rejected_file_fails_as_without_the_helper(tmp_path: Path, bad: tuple[str, ...]) -> None:
+def test_a_rejected_file_fails_as_without_the_helper(
+    tmp_path: Path, bad: tuple[str, ...], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    forked: list[int] = []
+    fork = os.fork
+
+    def spy() -> int:
+        pid = fork()
+        if pid:
+            forked.append(pid)
+        return pid
+
+    monkeypatch.setattr(os, "fork", spy)
     entries = _tree(tmp_path / "tree")
     with pytest.raises(UsageError) as alone:
         _write(entries, Logged(tmp_path / "a", bad), force=False)
     with pytest.raises(UsageError) as shared:
         _write(entries, Logged(tmp_path / "b", bad), force=True)
     assert shared.value.message == alone.value.message
+    assert len(forked) == 1
     with pytest.raises(ChildProcessError):
-        os.waitpid(-1, os.WNOHANG)  # the helper was reaped
+        os.waitpid(forked[0], os.WNOHANG)  # the helper was reaped
 
 
 def test_small_trees_and_no_check_use_no_helper(tmp_path: Path) -> None:
