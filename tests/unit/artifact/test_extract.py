@@ -161,3 +161,11 @@ def test_modes_do_not_depend_on_the_umask(tmp_path: Path, umask: int) -> None:
         "apps/bin/run.sh": 0o755,
         "explicit": 0o755,
     }
+
+
+def test_a_file_then_a_path_through_it_is_refused_and_leaves_nothing(tmp_path: Path) -> None:
+    """The second needs a directory where the first is a file."""
+    layer = _layer(_member("a"), _member("a/b"))
+    with pytest.raises(VerificationError, match="nothing was written"):
+        extract.extract(layer, tmp_path / "out")
+    assert list(tmp_path.iterdir()) == []
