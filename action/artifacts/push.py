@@ -26,7 +26,7 @@ from lockgate.errors import UsageError
 if TYPE_CHECKING:
     from lockgate.signing.sign import SignedArtifact
 
-ClientFactory = Callable[[registry.Reference], registry.RegistryClient]
+ClientFactory = Callable[["registry.Reference"], "registry.RegistryClient"]
 
 
 class Status(Enum):

@@ -62,3 +62,13 @@ def test_the_command_table_matches_the_entry_points() -> None:
 
 def test_help_summaries_cover_every_landed_command() -> None:
     assert set(cli.COMMANDS) <= set(cli.PLANNED)
+
+
+def test_build_runs_without_the_http_or_crypto_stack(tmp_path: Path) -> None:
+    tree = tmp_path / "tree"
+    tree.mkdir()
+    (tree / "cm.yaml").write_text("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n")
+    done, modules = imported("build", str(tree), "-o", str(tmp_path / "layer.tgz"))
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "yaml" in modules  # the manifests are validated
+    assert loaded(modules, "requests", "urllib3", "cryptography", "nacl", "sigstore", "runner") == []
