@@ -27,8 +27,8 @@ def summarise(runs: list[list[BenchResult]]) -> list[str]:
             rows[(r.benchmark, r.scenario, r.peer)].append(r)
     lines = [
         "| benchmark | scenario | lockgate (median) | peer | peer's (median) | ratio (median) "
-        "| ratio spread | goal |",
-        "|---|---|---:|---|---:|---:|---|---|",
+        "| ratio spread | goal | notes (first run) |",
+        "|---|---|---:|---|---:|---:|---|---|---|",
     ]
     for (bench, scenario, peer), found in rows.items():
         ratios = sorted(r.ratio for r in found)
@@ -38,7 +38,7 @@ def summarise(runs: list[list[BenchResult]]) -> list[str]:
         lines.append(
             f"| {bench} | {scenario} | {ours:.3f} {unit} | {peer} | {theirs:.3f} {unit} "
             f"| {statistics.median(ratios):.2f} | {ratios[0]:.2f}-{ratios[-1]:.2f} (n={len(ratios)}) "
-            f"| {found[0].goal} |"
+            f"| {found[0].goal} | {', '.join(f'{k}={v}' for k, v in found[0].extra.items())} |"
         )
     return lines
 
