@@ -18,7 +18,7 @@ import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO
+from typing import IO, Protocol
 
 from lockgate import progress
 from lockgate.artifact import gz
@@ -84,6 +84,36 @@ def _safe_name(name: str) -> str | None:
     if clean in (".", ""):
         return None
     return clean
+
+
+class _Stream(Protocol):
+    def read(self, size: int, /) -> bytes: ...
+
+
+class _Exact:
+    """Exactly ``size`` bytes of the tar stream: a plain member's data, read straight from the
+    stream tarfile parses (``next()`` then skips the padding), without the two reader layers
+    ``extractfile`` builds per member; a short stream raises as tarfile's reader does."""
+
+    def __init__(self, stream: _Stream, size: int) -> None:
+        self._stream, self._left = stream, size
+
+    def read(self, size: int) -> bytes:
+        data = self._stream.read(min(size, self._left)) if self._left else b""
+        if len(data) < min(size, self._left):
+            raise tarfile.ReadError("unexpected end of data")
+        self._left -= len(data)
+        return data
+
+
+def _content(tar: tarfile.TarFile, member: tarfile.TarInfo) -> IO[bytes] | _Exact:
+    stream = tar.fileobj
+    if member.issparse() or stream is None or stream.tell() != member.offset_data:
+        source = tar.extractfile(member)
+        if source is None:
+            raise UnsafeArtifactError(member.name, "unreadable entry")
+        return source
+    return _Exact(stream, member.size)
 
 
 def _check_type(member: tarfile.TarInfo) -> None:
@@ -167,9 +197,7 @@ def _extract_into(layer: IO[bytes], root: Path, limits: Limits) -> tuple[int, in
                     member.name, f"total size exceeds {limits.max_total_bytes} bytes (limit)"
                 )
             _parents(base, name, made)
-            source = tar.extractfile(member)
-            if source is None:
-                raise UnsafeArtifactError(member.name, "unreadable entry")
+            source = _content(tar, member)
             mode = 0o755 if member.mode & 0o100 else 0o644
             try:
                 fd = os.open(dest, _CREATE, mode)

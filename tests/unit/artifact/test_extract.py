@@ -169,3 +169,22 @@ def test_a_file_then_a_path_through_it_is_refused_and_leaves_nothing(tmp_path: P
     with pytest.raises(VerificationError, match="nothing was written"):
         extract.extract(layer, tmp_path / "out")
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_member_cut_short_is_refused_and_leaves_nothing(tmp_path: Path) -> None:
+    raw = io.BytesIO()
+    with tarfile.open(fileobj=raw, mode="w", format=tarfile.PAX_FORMAT) as tar:
+        info, data = _member("n" * 120 + ".yaml", data=b"kind: X\n" * 500)  # a PAX header first
+        tar.addfile(info, io.BytesIO(data))
+    cut = raw.getvalue()[: 3 * tarfile.BLOCKSIZE + 1000]  # inside the member's data
+    with pytest.raises(VerificationError, match="nothing was written"):
+        extract.extract(io.BytesIO(gzip.compress(cut)), tmp_path / "out")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_long_name_member_is_read_exactly(tmp_path: Path) -> None:
+    name = "d/" + "n" * 120 + ".yaml"
+    layer = _layer(_member(name, data=b"a: 1\n" * 300), _member("after.yaml", data=b"b: 2\n"))
+    extract.extract(layer, tmp_path / "out")
+    assert (tmp_path / "out" / name).read_bytes() == b"a: 1\n" * 300
+    assert (tmp_path / "out" / "after.yaml").read_bytes() == b"b: 2\n"
