@@ -25,6 +25,7 @@ system-packages:
 	command -v rsync >/dev/null || missing="$$missing rsync"; \
 	command -v buildah >/dev/null || missing="$$missing buildah"; \
 	command -v debootstrap >/dev/null || missing="$$missing debootstrap"; \
+	command -v pigz >/dev/null || missing="$$missing pigz"; \
 	if [ -n "$$missing" ]; then \
 	  echo "setup: installing Debian packages:$$missing"; \
 	  if ! { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; }; then \

@@ -7,11 +7,12 @@ and interpret them the same way; ``client_for`` turns them into a registry clien
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
-from lockgate import registry
+if TYPE_CHECKING:
+    from lockgate import registry
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -34,5 +35,7 @@ output_option = click.option(
 
 def client_for(ref: registry.Reference, creds: str | None, insecure: bool) -> registry.RegistryClient:
     """A client for ``ref``'s registry: ``--creds`` when given, else the Docker config."""
+    from lockgate import registry
+
     explicit = registry.Credentials.from_flag(creds) if creds else None
     return registry.RegistryClient.for_reference(ref, credentials=explicit, insecure=insecure)

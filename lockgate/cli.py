@@ -1,16 +1,18 @@
 """The click root of the ``lockgate`` command.
 
-The root lives in the shared core but must not import the CI or cluster halves, so their
-commands plug in through the ``lockgate.commands`` entry-point group (declared in
-pyproject.toml) and are loaded only when used. Every planned command is listed in
-``PLANNED``; one whose issue has not landed is a stub that exits non-zero with
-"not implemented yet" and prints nothing else.
+The root lives in the shared core but must not import the CI or cluster halves, so each
+command is named here by the module that defines it (``COMMANDS``, as ``module:attribute``
+strings, the same values as the ``lockgate.commands`` entry points in pyproject.toml) and
+imported only when it runs. ``--help`` renders the summaries below without importing any
+command, and no call scans entry-point metadata (importlib.metadata alone cost 25 ms of
+every start-up); only a name that is in neither table is looked up among the entry points,
+so a plugin still works. Every planned command is listed in ``PLANNED``; one whose issue has
+not landed is a stub that exits non-zero with "not implemented yet" and prints nothing else.
 """
 
 from __future__ import annotations
 
 import sys
-from importlib.metadata import entry_points
 from typing import Any
 
 import click
@@ -40,6 +42,37 @@ PLANNED: dict[str, str] = {
     "rollback": "Roll a sync back to an earlier digest, verified again.",
 }
 
+#: where each landed command lives; tests/unit/test_cli.py checks these match the entry points
+COMMANDS: dict[str, str] = {
+    "build": "action.artifacts.cli:build",
+    "push": "action.artifacts.cli:push",
+    "pull": "action.artifacts.cli:pull",
+    "tag": "action.artifacts.cli:tag",
+    "inspect": "action.artifacts.cli:inspect",
+    "list": "action.artifacts.cli:list_",
+    "diff": "action.artifacts.cli:diff",
+    "keygen": "action.signing.cli:keygen",
+    "sign": "action.signing.cli:sign",
+    "verify": "action.signing.cli:verify",
+    "images": "action.images.cli:images",
+    "reconcile": "runner.cli:reconcile",
+    "serve": "runner.cli:serve",
+    "status": "runner.commands.history:status_",
+    "sync": "runner.commands.history:sync",
+    "rollback": "runner.commands.history:rollback_",
+}
+
+
+def load(target: str) -> click.Command:
+    """The click command at ``module:attribute``."""
+    module_name, _, attribute = target.partition(":")
+    # __import__, not importlib.import_module: the latter's own module is missing from
+    # ``python -X importtime``, which is how start-up is measured (bench/bench_startup.py)
+    command = getattr(__import__(module_name, fromlist=[attribute]), attribute)
+    if not isinstance(command, click.Command):
+        raise TypeError(f"{target} is not a click command")
+    return command
+
 
 def _stub(name: str, summary: str) -> click.Command:
     def run(**_: Any) -> None:
@@ -56,27 +89,46 @@ def _stub(name: str, summary: str) -> click.Command:
 
 
 class CommandTree(click.Group):
-    """A group whose commands come from entry points, falling back to planned stubs."""
-
-    def _plugins(self) -> dict[str, Any]:
-        return {ep.name: ep for ep in entry_points(group="lockgate.commands")}
+    """A group whose commands are imported on use, falling back to plugins, then planned stubs."""
 
     def list_commands(self, ctx: click.Context) -> list[str]:
-        return sorted(set(PLANNED) | set(self._plugins()) | set(self.commands))
+        return sorted(set(PLANNED) | set(COMMANDS) | set(self.commands))
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
         if cmd_name in self.commands:
             return self.commands[cmd_name]
-        plugin = self._plugins().get(cmd_name)
-        if plugin is not None:
-            command = plugin.load()
-            if not isinstance(command, click.Command):
-                raise TypeError(f"entry point {plugin.value} is not a click command")
-            return command
+        target = COMMANDS.get(cmd_name) or _plugin(cmd_name)
+        if target is not None:
+            return load(target)
         planned = PLANNED.get(cmd_name)
         if planned is not None:
             return _stub(cmd_name, planned)
         return None
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        """The command list from ``PLANNED``'s summaries, so ``--help`` imports no command."""
+        names = self.list_commands(ctx)
+        limit = formatter.width - 6 - max(len(name) for name in names)
+        rows = []
+        for name in names:
+            if name in self.commands:
+                summary = self.commands[name].get_short_help_str(limit)
+            elif name in PLANNED:
+                summary = PLANNED[name] if name in COMMANDS else f"{PLANNED[name]} (not implemented yet)"
+            else:
+                summary = ""
+            rows.append((name, summary))
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
+
+
+def _plugin(name: str) -> str | None:
+    """A command from another distribution's ``lockgate.commands`` entry point (scanned only here)."""
+    from importlib.metadata import entry_points
+
+    for ep in entry_points(group="lockgate.commands", name=name):
+        return str(ep.value)
+    return None
 
 
 @click.group(cls=CommandTree)

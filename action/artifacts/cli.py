@@ -1,4 +1,9 @@
-"""Click commands for the artifact verbs: parse flags, make one library call, print the value."""
+"""Click commands for the artifact verbs: parse flags, make one library call, print the value.
+
+Each command imports the library it calls inside its body: loading this module (to run one
+command, or for its ``--help``) must not import the registry's HTTP stack, YAML, or the
+other commands' code.
+"""
 
 from __future__ import annotations
 
@@ -6,20 +11,15 @@ import json
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
 from action import cliopts
-from action.artifacts import inspect as inspect_mod
-from action.artifacts import push as push_mod
-from action.artifacts import signer as signer_mod
-from action.artifacts import source
-from lockgate import paths, registry
-from lockgate.artifact import extract, manifest, metadata
-from lockgate.artifact import pull as pull_mod
-from lockgate.errors import UsageError
-from lockgate.render import HelmOptions
+from lockgate.artifact import limits
+
+if TYPE_CHECKING:
+    from action.artifacts import source
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -33,9 +33,7 @@ def _build_options(func: F) -> F:
             ),
             click.option("--set", "set_values", multiple=True, metavar="KEY=VALUE", help="Helm --set value."),
             click.option("--release-name", help="Helm release name (default: the chart's directory name)."),
-            click.option(
-                "--namespace", "helm_namespace", help="Helm release namespace (.Release.Namespace)."
-            ),
+            click.option("--namespace", "helm_namespace", help="Helm release namespace (Release.Namespace)."),
             click.option("--ignore-paths", multiple=True, help="Extra ignore patterns (.gitignore syntax)."),
             click.option(
                 "--resolve-symlinks", is_flag=True, help="Copy the targets of symlinks inside the tree."
@@ -57,6 +55,9 @@ def _build(
     resolve_symlinks: bool,
     no_validate: bool,
 ) -> source.BuildOptions:
+    from action.artifacts import source
+    from lockgate.render import HelmOptions
+
     return source.BuildOptions(
         ignore_paths=ignore_paths,
         resolve_symlinks=resolve_symlinks,
@@ -73,6 +74,8 @@ def _emit(value: Any) -> None:
 
 
 _output = cliopts.output_option
+#: ``--quiet``: no progress line on a terminal (there is none elsewhere)
+_quiet = click.option("--quiet", "-q", is_flag=True, help="No progress line on the terminal.")
 _registry_options = cliopts.registry_options
 _client = cliopts.client_for
 
@@ -81,12 +84,16 @@ _client = cliopts.client_for
 @click.argument("path")
 @click.option("--out", "-o", "out", type=click.Path(path_type=Path), help="Write the layer here.")
 @_build_options
-def build(path: str, out: Path | None, **flags: Any) -> None:
+@_quiet
+def build(path: str, out: Path | None, quiet: bool, **flags: Any) -> None:
     """Pack PATH (a directory, a file or - for stdin) into a reproducible tar+gzip layer."""
+    from action.artifacts import push as push_mod
+    from lockgate import paths, progress
+
     if out is not None:
         paths.require_writable_file(out, "--out")
     options = _build(**flags)
-    with tempfile.TemporaryDirectory(prefix="lockgate-build-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="lockgate-build-") as tmp, progress.shown(quiet=quiet):
         dest = out or Path(tmp) / "artifact.tgz"
         layer = push_mod.build_layer(path, dest, options)
     files = sum(1 for e in layer.entries if not e.is_dir)
@@ -123,6 +130,7 @@ def build(path: str, out: Path | None, **flags: Any) -> None:
 @_output
 @_build_options
 @_registry_options
+@_quiet
 def push(
     args: tuple[str, ...],
     each: str | None,
@@ -138,9 +146,15 @@ def push(
     output: str,
     creds: str | None,
     insecure: bool,
+    quiet: bool,
     **flags: Any,
 ) -> None:
     """Build and push PATH to oci://REGISTRY/REPO:TAG in Flux's artifact format."""
+    from action.artifacts import push as push_mod
+    from action.artifacts import signer as signer_mod
+    from lockgate import progress
+    from lockgate.artifact import manifest
+
     options = push_mod.PushOptions(
         source=source,
         revision=revision,
@@ -153,9 +167,14 @@ def push(
         mode=sign_mode, key_path=key_path, token=identity_token, trust_config=trust_config
     )
     try:
-        results = push_mod.push_targets(
-            args, each=each, options=options, sign=sign, client_for=lambda ref: _client(ref, creds, insecure)
-        )
+        with progress.shown(quiet=quiet):
+            results = push_mod.push_targets(
+                args,
+                each=each,
+                options=options,
+                sign=sign,
+                client_for=lambda ref: _client(ref, creds, insecure),
+            )
     except push_mod.PartialPush as partial:
         # every directory's outcome, then the error (exit 10): what went out is not hidden
         if output == "json":
@@ -182,11 +201,12 @@ def push(
     "--out", "-o", "out", type=click.Path(path_type=Path), required=True, help="Directory to create."
 )
 @click.option("--media-type", help="Layer media type to extract (default: Flux's, else the first).")
-@click.option("--max-size", type=int, default=extract.Limits.max_total_bytes, show_default=True)
-@click.option("--max-files", type=int, default=extract.Limits.max_files, show_default=True)
-@click.option("--max-ratio", type=float, default=extract.Limits.max_ratio, show_default=True)
+@click.option("--max-size", type=int, default=limits.Limits.max_total_bytes, show_default=True)
+@click.option("--max-files", type=int, default=limits.Limits.max_files, show_default=True)
+@click.option("--max-ratio", type=float, default=limits.Limits.max_ratio, show_default=True)
 @click.option("--output", "output", type=click.Choice(["text", "json"]), default="text")
 @_registry_options
+@_quiet
 def pull(
     reference: str,
     out: Path,
@@ -197,12 +217,18 @@ def pull(
     output: str,
     creds: str | None,
     insecure: bool,
+    quiet: bool,
 ) -> None:
     """Pull an artifact by digest and extract it safely into a new directory."""
+    from lockgate import paths, progress, registry
+    from lockgate.artifact import metadata
+    from lockgate.artifact import pull as pull_mod
+
     ref = registry.parse(reference, default_tag="latest")
     paths.require_new_directory(out, "--out")
-    limits = extract.Limits(max_total_bytes=max_size, max_files=max_files, max_ratio=max_ratio)
-    result = pull_mod.pull(_client(ref, creds, insecure), ref, out, media_type=media_type, limits=limits)
+    bounds = limits.Limits(max_total_bytes=max_size, max_files=max_files, max_ratio=max_ratio)
+    with progress.shown(quiet=quiet):
+        result = pull_mod.pull(_client(ref, creds, insecure), ref, out, media_type=media_type, limits=bounds)
     if output == "json":
         _emit(result.to_json())
         return
@@ -219,6 +245,9 @@ def pull(
 @_registry_options
 def tag(reference: str, tags: tuple[str, ...], creds: str | None, insecure: bool) -> None:
     """Point new TAGS at the artifact REFERENCE resolves to."""
+    from action.artifacts import inspect as inspect_mod
+    from lockgate import registry
+
     ref = registry.parse(reference, default_tag="latest")
     digest = inspect_mod.tag(_client(ref, creds, insecure), ref, tags)
     for new in tags:
@@ -232,6 +261,9 @@ def tag(reference: str, tags: tuple[str, ...], creds: str | None, insecure: bool
 @_registry_options
 def inspect(reference: str, media_type: str | None, output: str, creds: str | None, insecure: bool) -> None:
     """Show an artifact's manifest digest, annotations, layers and files."""
+    from action.artifacts import inspect as inspect_mod
+    from lockgate import registry
+
     ref = registry.parse(reference, default_tag="latest")
     info = inspect_mod.inspect(_client(ref, creds, insecure), ref, media_type=media_type)
     if output == "json":
@@ -269,6 +301,10 @@ def list_(
     reference: str, show_all: bool, page_size: int, output: str, creds: str | None, insecure: bool
 ) -> None:
     """List the artifact tags of a repository."""
+    from action.artifacts import inspect as inspect_mod
+    from lockgate import registry
+    from lockgate.errors import UsageError
+
     ref = registry.parse(reference)
     if ref.tag is not None or ref.digest is not None:
         raise UsageError(
@@ -301,6 +337,7 @@ def diff(
 ) -> None:
     """Diff local manifests against a remote artifact, object by object; exit 1 when they differ."""
     from action.artifacts import diff as diff_mod
+    from lockgate import registry
 
     ref = registry.parse(reference, default_tag="latest")
     result = diff_mod.diff(

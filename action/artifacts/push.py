@@ -20,14 +20,14 @@ from typing import TYPE_CHECKING, Any
 from action.artifacts import layer as layer_mod
 from action.artifacts import signer as signer_mod
 from action.artifacts import source as source_mod
-from lockgate import registry
+from lockgate import progress, registry
 from lockgate.artifact import manifest, metadata, pack
 from lockgate.errors import ExitCode, LockgateError, RenderError, UsageError
 
 if TYPE_CHECKING:
     from lockgate.signing.sign import SignedArtifact
 
-ClientFactory = Callable[[registry.Reference], registry.RegistryClient]
+ClientFactory = Callable[["registry.Reference"], "registry.RegistryClient"]
 
 
 class Status(Enum):
@@ -159,8 +159,14 @@ def upload(item: Prepared, client: registry.RegistryClient, options: PushOptions
             if layer.digest != planned:
                 # planned from the build cache: the bytes uploaded decide, if ever they differ
                 built = plan(path, layer.digest, layer.size, options, per_path=item.per_path)
+            task = progress.current().task("uploading", total=layer.size)
             with open(layer.path, "rb") as stream:
-                client.upload_blob(repo, stream, digest=layer.digest, size=layer.size)
+                try:
+                    client.upload_blob(
+                        repo, progress.Reading.of(stream, task), digest=layer.digest, size=layer.size
+                    )
+                finally:
+                    task.finish()
             uploaded += 1
         client.put_manifest(repo, target.tag, built.content, built.manifest.media_type)
     for tag in options.extra_tags:

@@ -1,4 +1,7 @@
-"""Click commands ``keygen``, ``sign`` and ``verify``: flags in, one library call, a value out."""
+"""Click commands ``keygen``, ``sign`` and ``verify``: flags in, one library call, a value out.
+
+``commands`` (and through it the crypto stack) is imported inside each command, so loading
+this module for ``--help`` or for another command costs nothing."""
 
 from __future__ import annotations
 
@@ -9,7 +12,6 @@ from typing import Any
 import click
 
 from action import cliopts
-from action.signing import commands
 from lockgate.signing.options import VerifyOptions
 
 
@@ -24,6 +26,8 @@ def _emit(output: str, value: dict[str, Any], text: list[str]) -> None:
 @click.option("--force", is_flag=True, help="Overwrite existing key files.")
 def keygen(output_key_prefix: str, force: bool) -> None:
     """Create a cosign-compatible key pair (ECDSA P-256, encrypted private key)."""
+    from action.signing import commands
+
     private, public = commands.keygen(output_key_prefix, force=force)
     click.echo(f"Private key written to {private}\nPublic key written to {public}", err=True)
 
@@ -62,6 +66,8 @@ def sign(
     output: str,
 ) -> None:
     """Sign an artifact by digest: oci://REGISTRY/REPO@sha256:..."""
+    from action.signing import commands
+
     request = commands.SignRequest(
         key_path=key_path,
         keyless=keyless,
@@ -116,6 +122,8 @@ def verify(
     output: str,
 ) -> None:
     """Verify an artifact's signature; prints the verified digest and who signed it."""
+    from action.signing import commands
+
     options = VerifyOptions(
         key=key_path,
         identity=certificate_identity,

@@ -3,6 +3,7 @@
 Each takes the options a user gave, checks their combination, and makes the one call into
 the shared ``lockgate.signing`` (keys, sign, verify); the click commands in ``cli`` only
 parse and print. Passwords come from ``password`` (environment, then a terminal prompt).
+Each verb imports its own part of ``lockgate.signing``: ``verify`` never loads the signer.
 """
 
 from __future__ import annotations
@@ -11,17 +12,18 @@ import os
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from action import cliopts
 from action.signing import password
-from lockgate import paths, registry
+from lockgate import paths
 from lockgate.errors import LockgateError, UsageError
-from lockgate.signing import keys
-from lockgate.signing import sign as signing
-from lockgate.signing import verify as verifying
 from lockgate.signing.options import VERIFY_FLAGS, VerifyOptions, build_policy
-from lockgate.signing.sign import SignedArtifact
-from lockgate.signing.verify import VerifiedArtifact
+
+if TYPE_CHECKING:
+    from lockgate import registry
+    from lockgate.signing.sign import SignedArtifact
+    from lockgate.signing.verify import VerifiedArtifact
 
 
 def keygen(prefix: str, *, force: bool = False) -> tuple[Path, Path]:
@@ -34,6 +36,8 @@ def keygen(prefix: str, *, force: bool = False) -> tuple[Path, Path]:
         if path.exists() and not force:
             raise UsageError(f"{path} already exists; pass --force to overwrite it")
         paths.require_writable_file(path, "--output-key-prefix")
+    from lockgate.signing import keys
+
     pair = keys.generate_key_pair(password.key_password(confirm=True))
     # created 0600 from the start: the key is never readable by others, not even for a moment
     fd = os.open(private, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
@@ -68,6 +72,8 @@ def _annotations(items: Iterable[str]) -> dict[str, str]:
 
 def _refuse_tag(ref: registry.Reference, client: registry.RegistryClient) -> None:
     """Refuse a tag, naming the digest it points at now so the user can sign exactly that."""
+    from lockgate.signing import sign as signing
+
     try:
         digest = client.resolve(ref)
     except LockgateError:
@@ -78,6 +84,9 @@ def _refuse_tag(ref: registry.Reference, client: registry.RegistryClient) -> Non
 
 def sign(reference: str, request: SignRequest, *, creds: str | None, insecure: bool) -> SignedArtifact:
     """Sign the artifact ``reference`` (by digest) as ``request`` says."""
+    from lockgate import registry
+    from lockgate.signing import sign as signing
+
     if (request.key_path is None) == (not request.keyless):
         raise UsageError("pass exactly one of --key FILE or --keyless")
     if request.key_path is not None and (request.staging or request.trust_config is not None):
@@ -103,6 +112,9 @@ def sign(reference: str, request: SignRequest, *, creds: str | None, insecure: b
 
 def verify(reference: str, options: VerifyOptions, *, creds: str | None, insecure: bool) -> VerifiedArtifact:
     """Verify ``reference`` against the policy ``options`` describe (one is required)."""
+    from lockgate import registry
+    from lockgate.signing import verify as verifying
+
     policy = build_policy(options, VERIFY_FLAGS, required=True)
     assert policy is not None  # required=True raises instead
     ref = registry.parse(reference)

@@ -10,6 +10,10 @@ the compressor in blocks of exactly ``BLOCK`` bytes of the tar stream, whatever 
 callers write. The gzip member is framed here, byte for byte as ``gzip.GzipFile`` framed it
 before: no file name, mtime 0, XFL 0, OS 255 (unknown), then raw deflate, CRC-32 and size.
 
+With ``threaded``, the blocks are compressed (and their output emitted) by one worker
+thread, in order, by the same compressor: ISA-L releases the GIL, so deflate overlaps reading
+and tar framing on the other core, and the bytes are exactly those of the unthreaded writer.
+
 ``reader`` opens a layer for reading through the same library (multi-member streams, CRC and
 length checked); what reading a broken layer raises is in ``ERRORS``.
 """
@@ -17,8 +21,10 @@ length checked); what reading a broken layer raises is in ``ERRORS``.
 from __future__ import annotations
 
 import gzip
+import queue
 import struct
 import tarfile
+import threading
 from collections.abc import Callable
 from typing import Protocol, cast
 
@@ -45,22 +51,55 @@ IDENTITY = f"isal {isal.__version__} (ISA-L {isal.ISAL_VERSION}), level {LEVEL},
 
 
 class GzipWriter:
-    """Writes one gzip member through ``emit``: ``write`` any number of times, then ``close``."""
+    """Writes one gzip member through ``emit``: ``write`` any number of times, then ``close``
+    (or ``abort``, which stops the worker of a ``threaded`` writer without finishing)."""
 
-    def __init__(self, emit: Callable[[bytes], object]) -> None:
+    def __init__(self, emit: Callable[[bytes], object], *, threaded: bool = False) -> None:
         self._emit = emit
         self._deflate = isal_zlib.compressobj(LEVEL, isal_zlib.DEFLATED, -isal_zlib.MAX_WBITS)
         self._pending = bytearray()
         self._crc = 0
         self._size = 0
         emit(HEADER)
+        self._queue: queue.Queue[bytes | None] | None = None
+        self._error: BaseException | None = None
+        if threaded:
+            # a few blocks in flight: memory stays flat, and the reader never waits on one block
+            self._queue = queue.Queue(maxsize=4)
+            self._worker = threading.Thread(target=self._work, name="lockgate-deflate", daemon=True)
+            self._worker.start()
 
-    def _feed(self, block: bytes | bytearray | memoryview) -> None:
+    def _compress(self, block: bytes | bytearray | memoryview) -> None:
         self._crc = isal_zlib.crc32(block, self._crc)
         self._size += len(block)
         compressed = self._deflate.compress(block)
         if compressed:
             self._emit(compressed)
+
+    def _work(self) -> None:
+        assert self._queue is not None
+        while (block := self._queue.get()) is not None:
+            if self._error is None:
+                try:
+                    self._compress(block)
+                except BaseException as exc:  # handed to the writing thread at its next call
+                    self._error = exc
+
+    def _feed(self, block: bytes | bytearray | memoryview) -> None:
+        if self._queue is None:
+            self._compress(block)
+            return
+        if self._error is not None:
+            raise self._error
+        self._queue.put(bytes(block))  # a copy: the caller reuses its buffer
+
+    def _join(self) -> None:
+        if self._queue is not None:
+            self._queue.put(None)
+            self._worker.join()
+            self._queue = None
+            if self._error is not None:
+                raise self._error
 
     def write(self, data: bytes | bytearray | memoryview) -> None:
         with memoryview(data) as whole_view:
@@ -82,8 +121,20 @@ class GzipWriter:
         if self._pending:
             self._feed(self._pending)
             self._pending.clear()
+        self._join()
         self._emit(self._deflate.flush(isal_zlib.Z_FINISH))
         self._emit(struct.pack("<II", self._crc & 0xFFFFFFFF, self._size & 0xFFFFFFFF))
+
+    def abort(self) -> None:
+        """Stop the worker, discarding what is queued; the member is left unfinished."""
+        if self._queue is not None:
+            self._error = self._error or RuntimeError("aborted")
+            with self._queue.mutex:
+                self._queue.queue.clear()
+                self._queue.not_full.notify_all()
+            self._queue.put(None)
+            self._worker.join()
+            self._queue = None
 
 
 class Readable(Protocol):

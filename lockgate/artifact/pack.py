@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
 
+from lockgate import progress
 from lockgate.artifact import gz, ignore
 from lockgate.errors import UsageError
 
@@ -272,11 +273,31 @@ def write(
     headers, same bytes: the digest of a tree never changes) and handed to gzip in large
     chunks; ``gz.GzipWriter`` re-cuts them into fixed blocks, so the deflate output does not
     depend on how they were split here. Each file is read once, and ``check`` (e.g. YAML
-    validation) sees the bytes that are packed.
+    validation) sees the bytes that are packed. Deflate, CRC, hashing and writing ``out``
+    run on the writer's worker thread, in order: the bytes are those of a single thread.
     """
     sink = _HashingWriter(out)
+    gzw = gz.GzipWriter(sink.write, threaded=True)
+    total = sum(entry.stamp[0] for entry in entries if entry.stamp)
+    task = progress.current().task("packing", total=total or None)
+    try:
+        return _write(entries, sink, gzw, check, inline_limit, task)
+    except BaseException:
+        gzw.abort()
+        raise
+    finally:
+        task.finish()
+
+
+def _write(
+    entries: Sequence[Entry],
+    sink: _HashingWriter,
+    gzw: gz.GzipWriter,
+    check: Check | None,
+    inline_limit: int,
+    task: progress.Task,
+) -> tuple[str, int]:
     offset = 0
-    gzw = gz.GzipWriter(sink.write)
     buf = bytearray()
     for entry in entries:
         if entry.is_dir:
@@ -308,6 +329,7 @@ def write(
                     offset += len(header) + size + len(_padding(size))
         except OSError as exc:
             raise UsageError(f"{entry.source}: cannot read ({exc.strerror or exc})") from None
+        task.advance(size)
         if len(buf) >= _CHUNK:
             gzw.write(buf)
             buf.clear()
@@ -343,13 +365,16 @@ def pack(
     """Write ``root`` into the file ``dest`` (replaced atomically; nothing left on failure).
 
     ``entries``: what ``collect(root, options)`` returned, when the caller already has it.
+    ``check`` runs on the second core too when there is one (``sharedcheck``).
     """
+    from lockgate.artifact import sharedcheck
+
     if entries is None:
         entries = collect(root, options)
     partial = dest.with_name(dest.name + ".partial")
     try:
-        with open(partial, "wb") as out:
-            digest, size = write(entries, out, check=check, inline_limit=inline_limit)
+        with open(partial, "wb") as out, sharedcheck.shared(check, entries) as checking:
+            digest, size = write(entries, out, check=checking, inline_limit=inline_limit)
         partial.replace(dest)
     finally:
         partial.unlink(missing_ok=True)

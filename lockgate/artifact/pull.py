@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from lockgate import registry
+from lockgate import progress, registry
 from lockgate.artifact import extract, manifest
 from lockgate.errors import VerificationError
 from lockgate.registry.oci import Descriptor, ImageManifest
@@ -68,8 +68,17 @@ def download_layer(
 ) -> Descriptor:
     """Select the layer and stream it into ``dest``, verifying digest and size."""
     layer = manifest.select_layer(resolved.manifest, media_type=media_type, where=str(resolved.reference))
+    task = progress.current().task("downloading", total=layer.size)
     with open(dest, "wb") as out:
-        size = client.download_blob(resolved.reference.repository, layer.digest, out, max_size=layer.size)
+        try:
+            size = client.download_blob(
+                resolved.reference.repository,
+                layer.digest,
+                progress.Writing.of(out, task),
+                max_size=layer.size,
+            )
+        finally:
+            task.finish()
     if size != layer.size:
         raise VerificationError(
             f"{resolved.reference}: layer {layer.digest} is {size} bytes, the manifest says {layer.size}"

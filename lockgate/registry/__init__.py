@@ -3,13 +3,38 @@
 ``reference`` parses ``oci://`` references, ``credentials`` finds what to log in with,
 ``transport`` is the single HTTP seam (auth challenges, retries), ``client`` holds the
 distribution API verbs and ``oci`` the typed documents.
+
+The names below are loaded on first use (PEP 562): importing ``lockgate.registry.oci`` or
+``reference`` (as packing and ``lockgate build`` do) must not import the HTTP stack, which is
+a third of a small command's start-up.
 """
 
-from lockgate.registry.client import FetchedManifest, RegistryClient
-from lockgate.registry.credentials import Credentials
-from lockgate.registry.oci import Descriptor, ImageIndex, ImageManifest, Referrers, sha256_digest
-from lockgate.registry.reference import Reference, parse
-from lockgate.registry.transport import RetryPolicy, Transport
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from lockgate.registry.client import FetchedManifest, RegistryClient
+    from lockgate.registry.credentials import Credentials
+    from lockgate.registry.oci import Descriptor, ImageIndex, ImageManifest, Referrers, sha256_digest
+    from lockgate.registry.reference import Reference, parse
+    from lockgate.registry.transport import RetryPolicy, Transport
+
+_WHERE = {
+    "FetchedManifest": "client",
+    "RegistryClient": "client",
+    "Credentials": "credentials",
+    "Descriptor": "oci",
+    "ImageIndex": "oci",
+    "ImageManifest": "oci",
+    "Referrers": "oci",
+    "sha256_digest": "oci",
+    "Reference": "reference",
+    "parse": "reference",
+    "RetryPolicy": "transport",
+    "Transport": "transport",
+}
 
 __all__ = [
     "Credentials",
@@ -25,3 +50,12 @@ __all__ = [
     "parse",
     "sha256_digest",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    module = _WHERE.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value
+    return value

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import subprocess
 import sys
-from importlib.metadata import entry_points
 
 import pytest
 from click.testing import CliRunner
@@ -27,8 +26,7 @@ def test_help_lists_the_planned_command_tree() -> None:
 
 
 def test_every_planned_command_has_landed() -> None:
-    plugged = {ep.name for ep in entry_points(group="lockgate.commands")}
-    assert set(cli.PLANNED) - plugged == set()
+    assert set(cli.PLANNED) - set(cli.COMMANDS) == set()
 
 
 def test_an_unlanded_command_says_not_implemented_and_prints_nothing_else(

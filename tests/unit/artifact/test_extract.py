@@ -50,20 +50,6 @@ def test_extracts_files_and_dirs_with_normal_modes(tmp_path: Path) -> None:
     assert (tmp_path / "out").stat().st_mode & 0o7777 == 0o755
 
 
-def test_modes_follow_the_umask(tmp_path: Path) -> None:
-    exe, _ = _member("bin/run.sh", data=b"#!/bin/sh\n")
-    exe.mode = 0o755
-    layer = _layer(_member("bin", tarfile.DIRTYPE), (exe, b"#!/bin/sh\n"), _member("a.yaml"))
-    old = os.umask(0o077)
-    try:
-        extract.extract(layer, tmp_path / "out")
-    finally:
-        os.umask(old)
-    modes = {p.name: p.stat().st_mode & 0o7777 for p in (tmp_path / "out").rglob("*")}
-    assert modes == {"bin": 0o700, "run.sh": 0o700, "a.yaml": 0o600}
-    assert (tmp_path / "out").stat().st_mode & 0o7777 == 0o700
-
-
 @pytest.mark.parametrize(
     ("member", "says"),
     [
@@ -149,3 +135,62 @@ def test_the_compressed_side_is_read_a_record_at_a_time(tmp_path: Path) -> None:
     watched = _Watched(raw)
     extract.extract(watched, tmp_path / "out")
     assert 0 < watched.largest <= tarfile.RECORDSIZE
+
+
+UMASKS = {"usual 022": 0o022, "strict 077": 0o077, "none 000": 0o000, "odd 027": 0o027}
+
+
+@pytest.mark.parametrize("umask", UMASKS.values(), ids=UMASKS.keys())
+def test_modes_are_flux_pulls_less_the_umask(tmp_path: Path, umask: int) -> None:
+    """0755 for directories (listed or implicit) and executables, 0644 for other files, less the
+    umask, as `flux pull` creates them; the output directory itself too (not mkdtemp's 0700)."""
+    exe, _ = _member("apps/bin/run.sh", data=b"#!/bin/sh\n")
+    exe.mode = 0o755
+    layer = _layer(
+        _member("apps/a.yaml", data=b"kind: X\n"),  # apps/ made implicitly, before its entry
+        _member("apps", tarfile.DIRTYPE),
+        _member("explicit", tarfile.DIRTYPE),
+        (exe, b"#!/bin/sh\n"),
+    )
+    old = os.umask(umask)
+    try:
+        extract.extract(layer, tmp_path / "out")
+    finally:
+        os.umask(old)
+    out = tmp_path / "out"
+    modes = {p.relative_to(out).as_posix(): p.stat().st_mode & 0o7777 for p in out.rglob("*")}
+    assert modes == {
+        "apps": 0o755 & ~umask,
+        "apps/a.yaml": 0o644 & ~umask,
+        "apps/bin": 0o755 & ~umask,  # a parent without an entry of its own
+        "apps/bin/run.sh": 0o755 & ~umask,
+        "explicit": 0o755 & ~umask,
+    }
+    assert out.stat().st_mode & 0o7777 == 0o755 & ~umask
+
+
+def test_a_file_then_a_path_through_it_is_refused_and_leaves_nothing(tmp_path: Path) -> None:
+    """The second needs a directory where the first is a file."""
+    layer = _layer(_member("a"), _member("a/b"))
+    with pytest.raises(VerificationError, match="nothing was written"):
+        extract.extract(layer, tmp_path / "out")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_member_cut_short_is_refused_and_leaves_nothing(tmp_path: Path) -> None:
+    raw = io.BytesIO()
+    with tarfile.open(fileobj=raw, mode="w", format=tarfile.PAX_FORMAT) as tar:
+        info, data = _member("n" * 120 + ".yaml", data=b"kind: X\n" * 500)  # a PAX header first
+        tar.addfile(info, io.BytesIO(data))
+    cut = raw.getvalue()[: 3 * tarfile.BLOCKSIZE + 1000]  # inside the member's data
+    with pytest.raises(VerificationError, match="nothing was written"):
+        extract.extract(io.BytesIO(gzip.compress(cut)), tmp_path / "out")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_long_name_member_is_read_exactly(tmp_path: Path) -> None:
+    name = "d/" + "n" * 120 + ".yaml"
+    layer = _layer(_member(name, data=b"a: 1\n" * 300), _member("after.yaml", data=b"b: 2\n"))
+    extract.extract(layer, tmp_path / "out")
+    assert (tmp_path / "out" / name).read_bytes() == b"a: 1\n" * 300
+    assert (tmp_path / "out" / "after.yaml").read_bytes() == b"b: 2\n"

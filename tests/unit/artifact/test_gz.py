@@ -9,6 +9,7 @@ import random
 import shutil
 import subprocess
 import tarfile
+import threading
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -26,9 +27,9 @@ def _data(size: int = 3 * gz.BLOCK + 12345) -> bytes:
     return bytes(out[:size])
 
 
-def _compress(data: bytes, sizes: list[int]) -> bytes:
+def _compress(data: bytes, sizes: list[int], *, threaded: bool = False) -> bytes:
     raw = io.BytesIO()
-    writer = gz.GzipWriter(raw.write)
+    writer = gz.GzipWriter(raw.write, threaded=threaded)
     view, i, k = memoryview(data), 0, 0
     while i < len(data):
         n = sizes[k % len(sizes)]
@@ -108,3 +109,32 @@ def test_gzip_and_tar_read_it(tmp_path: Path) -> None:
     subprocess.run(["tar", "xzf", str(layer), "-C", str(tmp_path / "out")], check=True)
     extracted = (tmp_path / "out" / "apps" / "big.yaml").read_bytes()
     assert hashlib.sha256(extracted).digest() == hashlib.sha256(body).digest()
+
+
+def test_the_worker_thread_writes_the_same_bytes() -> None:
+    data = _data()
+    alone = _compress(data, [gz.BLOCK])
+    for sizes in ([len(data)], [511, 7777, 123_456], [gz.BLOCK + 1]):
+        assert _compress(data, sizes, threaded=True) == alone
+    assert gzip.decompress(alone) == data
+
+
+def test_the_worker_threads_failure_reaches_the_writer() -> None:
+    def emit(data: bytes) -> None:
+        if len(data) > len(gz.HEADER):
+            raise OSError("disk full")
+
+    writer = gz.GzipWriter(emit, threaded=True)
+    with pytest.raises(OSError, match="disk full"):
+        for _ in range(20):
+            writer.write(_data(gz.BLOCK))
+        writer.close()
+    writer.abort()
+    assert not any(t.name == "lockgate-deflate" for t in threading.enumerate())
+
+
+def test_abort_stops_the_worker() -> None:
+    writer = gz.GzipWriter(io.BytesIO().write, threaded=True)
+    writer.write(_data(3 * gz.BLOCK))
+    writer.abort()
+    assert not any(t.name == "lockgate-deflate" for t in threading.enumerate())
