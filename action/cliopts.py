@@ -11,6 +11,8 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
+from lockgate import output
+
 if TYPE_CHECKING:
     from lockgate import registry
 
@@ -27,10 +29,8 @@ def registry_options(func: F) -> F:
     )(func)
 
 
-#: ``--output text|json``, passed as ``output``
-output_option = click.option(
-    "--output", "-o", "output", type=click.Choice(["text", "json"]), default="text", show_default=True
-)
+#: ``-o/--output table|json`` (``text`` an alias of table), the same for every command
+output_option = output.output_option
 
 
 def client_for(ref: registry.Reference, creds: str | None, insecure: bool) -> registry.RegistryClient:

@@ -12,12 +12,13 @@ not landed is a stub that exits non-zero with "not implemented yet" and prints n
 
 from __future__ import annotations
 
+import json
 import sys
 from typing import Any
 
 import click
 
-from lockgate import __version__
+from lockgate import __version__, output
 from lockgate.errors import ExitCode, LockgateError, NotImplementedYet
 from lockgate.paths import os_error_message
 from lockgate.redact import scrub
@@ -131,14 +132,24 @@ def _plugin(name: str) -> str | None:
     return None
 
 
-@click.group(cls=CommandTree)
+@click.group(cls=CommandTree, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="lockgate", message="%(prog)s %(version)s")
 def root() -> None:
     """CI-native GitOps: signed Gitless OCI artifacts from CI, one-pass reconcile in the cluster."""
 
 
+def _failed(message: str, code: int, exc: BaseException, as_json: bool) -> int:
+    """Report a failure: one line on stderr, and with ``-o json`` the error object on stdout
+    (unless the command already printed its own JSON for it, e.g. a partial push)."""
+    click.echo(f"error: {message}", err=True)
+    if as_json and not getattr(exc, "json_reported", False):
+        click.echo(json.dumps(output.error_json(message, code), indent=2))
+    return code
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point: run the CLI and map ``LockgateError`` to its exit code."""
+    as_json = output.wants_json(sys.argv[1:] if argv is None else argv)
     try:
         # a command may end with click.exceptions.Exit(n) (e.g. diff's 1 for "differences"),
         # which click turns into a return value when not in standalone mode
@@ -146,8 +157,7 @@ def main(argv: list[str] | None = None) -> int:
         if isinstance(result, int) and result != 0:
             return result
     except LockgateError as exc:
-        click.echo(f"error: {exc.message}", err=True)
-        return int(exc.exit_code)
+        return _failed(exc.message, int(exc.exit_code), exc, as_json)
     except click.exceptions.Abort:
         click.echo("aborted", err=True)
         return int(ExitCode.FAILURE)
@@ -156,14 +166,15 @@ def main(argv: list[str] | None = None) -> int:
         # (``message`` is typed Final in click, but show() reads it at call time)
         setattr(exc, "message", scrub(exc.message))  # noqa: B010
         exc.show()
+        if as_json:
+            click.echo(json.dumps(output.error_json(exc.format_message(), exc.exit_code), indent=2))
         return exc.exit_code
     except click.exceptions.Exit as exc:
         return exc.exit_code
     except OSError as exc:
         # a path that turned out unreadable or unwritable after the up-front checks
         message, code = os_error_message(exc)
-        click.echo(f"error: {scrub(message)}", err=True)
-        return int(code)
+        return _failed(scrub(message), int(code), exc, as_json)
     return 0
 
 

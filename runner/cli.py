@@ -19,6 +19,7 @@ from click.core import ParameterSource
 
 from lockgate import registry
 from lockgate.errors import Abandoned, LockgateError, UsageError
+from lockgate.output import output_option
 from lockgate.redact import scrub
 from lockgate.signing.options import VerifyOptions
 from runner.pipeline import config, report
@@ -71,7 +72,7 @@ from runner.serve.notify import notifier as notify
 )
 @click.option("--context", help="The kubeconfig context to use (default: the current context).")
 @click.option("--config", "config_path", type=click.Path(path_type=Path), help="A file of Sync documents.")
-@click.option("--output", "-o", type=click.Choice(["table", "json"]), default="table", show_default=True)
+@output_option
 def reconcile(
     url: str | None,
     name: str | None,

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import click
 
 from action import cliopts
+from lockgate import output
 from lockgate.artifact import limits
 
 if TYPE_CHECKING:
@@ -179,6 +180,7 @@ def push(
         # every directory's outcome, then the error (exit 10): what went out is not hidden
         if output == "json":
             _emit(push_mod.partial_json(partial))
+            partial.json_reported = True  # the rows include the failure: no second JSON document
         else:
             for r in partial.results:
                 click.echo(f"{r.status.value} {r.reference}@{r.digest}")
@@ -204,7 +206,7 @@ def push(
 @click.option("--max-size", type=int, default=limits.Limits.max_total_bytes, show_default=True)
 @click.option("--max-files", type=int, default=limits.Limits.max_files, show_default=True)
 @click.option("--max-ratio", type=float, default=limits.Limits.max_ratio, show_default=True)
-@click.option("--output", "output", type=click.Choice(["text", "json"]), default="text")
+@output.long_output_option
 @_registry_options
 @_quiet
 def pull(
@@ -242,14 +244,18 @@ def pull(
 @click.command("tag")
 @click.argument("reference")
 @click.argument("tags", nargs=-1, required=True)
+@_output
 @_registry_options
-def tag(reference: str, tags: tuple[str, ...], creds: str | None, insecure: bool) -> None:
+def tag(reference: str, tags: tuple[str, ...], output: str, creds: str | None, insecure: bool) -> None:
     """Point new TAGS at the artifact REFERENCE resolves to."""
     from action.artifacts import inspect as inspect_mod
     from lockgate import registry
 
     ref = registry.parse(reference, default_tag="latest")
     digest = inspect_mod.tag(_client(ref, creds, insecure), ref, tags)
+    if output == "json":
+        _emit({"repository": ref.name, "digest": digest, "tags": list(tags)})
+        return
     for new in tags:
         click.echo(f"tagged {ref.with_tag(new)}@{digest}")
 

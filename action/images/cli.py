@@ -13,6 +13,7 @@ from typing import Any
 import click
 
 from action.images import run
+from lockgate import output
 from lockgate.errors import UsageError
 
 _PATH = click.option(
@@ -22,7 +23,7 @@ _PATH = click.option(
     type=click.Path(exists=True, file_okay=False, path_type=Path),
     show_default=True,
 )
-_OUTPUT = click.option("--output", type=click.Choice(["table", "json"]), default="table", show_default=True)
+_OUTPUT = output.output_option
 _PAGE = click.option(
     "--page-size", default=1000, show_default=True, help="Tags per registry page (n=); pages follow Link."
 )

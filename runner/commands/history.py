@@ -14,6 +14,7 @@ from pathlib import Path
 import click
 
 from lockgate.errors import UsageError
+from lockgate.output import output_option
 from runner.pipeline import config, report, status
 from runner.serve import leases
 from runner.serve.web import local
@@ -24,9 +25,7 @@ _KUBECONFIG = click.option(
 _NAMESPACE = click.option(
     "--namespace", "-n", help="Runner namespace holding the inventories (default lockgate-system)."
 )
-_OUTPUT = click.option(
-    "--output", "-o", type=click.Choice(["table", "json"]), default="table", show_default=True
-)
+_OUTPUT = output_option
 
 
 @click.command("status")
