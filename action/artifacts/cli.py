@@ -40,6 +40,14 @@ def _build_options(func: F) -> F:
                 "--resolve-symlinks", is_flag=True, help="Copy the targets of symlinks inside the tree."
             ),
             click.option("--no-validate", is_flag=True, help="Do not parse the YAML files before packing."),
+            click.option(
+                "--allow-private-keys",
+                is_flag=True,
+                help="Pack files holding a private key (refused by default).",
+            ),
+            click.option(
+                "--strict", is_flag=True, help="A plain (unencrypted) Secret is an error, not a warning."
+            ),
         )
     ):
         func = decorator(func)
@@ -55,6 +63,8 @@ def _build(
     ignore_paths: tuple[str, ...],
     resolve_symlinks: bool,
     no_validate: bool,
+    allow_private_keys: bool,
+    strict: bool,
 ) -> source.BuildOptions:
     from action.artifacts import source
     from lockgate.render import HelmOptions
@@ -67,6 +77,8 @@ def _build(
             values=values, set_values=set_values, release=release_name, namespace=helm_namespace
         ),
         validate=not no_validate,
+        allow_private_keys=allow_private_keys,
+        strict=strict,
     )
 
 

@@ -46,7 +46,7 @@ class Tree:
     def layer(self) -> pack.Layer:
         """Pack (and validate) the tree into ``dest``, once; remembers the result in the cache."""
         if self.packed is None:
-            check = source_mod.syntax_check(self.root) if self.options.validate else None
+            check = source_mod.content_check(self.root, self.options)
             self.packed = pack.pack(
                 self.root, self.dest, self.options.pack_options, entries=self.entries, check=check
             )
@@ -68,6 +68,6 @@ def prepare(path: str, options: source_mod.BuildOptions, dest: Path) -> Iterator
         if path != "-" and not options.render:
             tree.cache_dir = cache.directory()
             if tree.cache_dir is not None:
-                tree.cache_key = cache.key(root, entries, options.pack_options, validated=options.validate)
+                tree.cache_key = cache.key(root, entries, options.pack_options, validated=options.checks)
                 tree.known = cache.load(tree.cache_dir, tree.cache_key)
         yield tree

@@ -86,10 +86,9 @@ def build_layer(path: str, dest: Path, options: source_mod.BuildOptions) -> pack
     """Pack ``path`` (after rendering, if asked) into ``dest`` and validate its YAML."""
     with source_mod.prepare(path, options) as root:
         entries = pack.collect(root, options.pack_options)
-        check = None
         if options.validate:
             source_mod.require_yaml(root, entries)
-            check = source_mod.syntax_check(root)
+        check = source_mod.content_check(root, options)
         return pack.pack(root, dest, options.pack_options, entries=entries, check=check)
 
 

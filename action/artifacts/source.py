@@ -10,6 +10,8 @@ line). Helm ``templates/`` are not YAML until rendered, so they are not parsed.
 
 from __future__ import annotations
 
+import logging
+import re
 import sys
 import tempfile
 from collections.abc import Callable, Iterator, Sequence
@@ -24,6 +26,8 @@ from lockgate.artifact import pack
 from lockgate.errors import RenderError, UsageError
 from lockgate.render import HelmOptions
 
+log = logging.getLogger("lockgate.build")
+
 STDIN_FILE = "manifests.yaml"
 #: a rendered kustomization or chart is packed as this one file
 RENDERED_FILE = "manifests.yaml"
@@ -37,6 +41,16 @@ class BuildOptions:
     #: how a chart is rendered (``--values``, ``--set``, ``--release-name``, ``--namespace``)
     helm: HelmOptions = field(default_factory=HelmOptions)
     validate: bool = True
+    #: pack files holding a PEM private key or a cosign key (refused by default)
+    allow_private_keys: bool = False
+    #: a plain (unencrypted) Secret is an error, not a warning
+    strict: bool = False
+
+    @property
+    def checks(self) -> str:
+        """What the pack's check looks at, for the build cache's key: a cached result of a
+        laxer check never stands in for a stricter one."""
+        return f"validate={self.validate},keys={not self.allow_private_keys},strict={self.strict}"
 
     @property
     def pack_options(self) -> pack.PackOptions:
@@ -89,24 +103,73 @@ def require_yaml(root: Path, entries: Sequence[pack.Entry]) -> None:
         )
 
 
-def syntax_check(root: Path) -> pack.Check:
-    """A ``pack.Check`` that parses each YAML file as it is packed (skipping Helm templates)."""
+#: a PEM private key of any kind, cosign's and Sigstore's encrypted keys included
+_PRIVATE_KEY = re.compile(rb"-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----")
+#: a document that may be a Secret (then parsed to be sure)
+_SECRET_KIND = re.compile(rb"^kind:\s*[\'\"]?Secret[\'\"]?\s*$", re.MULTILINE)
+
+
+def content_check(root: Path, options: BuildOptions) -> pack.Check | None:
+    """The ``pack.Check`` a build runs on each file as it is packed, or None for none:
+    YAML syntax (unless ``--no-validate``; Helm templates skipped), no private key (unless
+    ``--allow-private-keys``: an artifact is readable by anyone with pull access), and a
+    warning for a plain Secret (an error with ``--strict``)."""
     base = root if root.is_dir() else root.parent
+    keys = not options.allow_private_keys
+    if not (options.validate or keys):
+        return None
 
     def check(entry: pack.Entry, data: bytes | None) -> None:
-        if not entry.name.endswith(manifests.YAML_SUFFIXES) or _is_helm_template(entry, base):
-            return
-        if data is not None and _well_formed(data):
-            return
+        is_yaml = entry.name.endswith(manifests.YAML_SUFFIXES)
         shown = str(base / entry.name) if root.is_dir() else str(root)
-        if data is None:
+        if data is None and (keys or is_yaml):
             try:
                 data = entry.source.read_bytes()
             except OSError as exc:
                 raise UsageError(f"{shown}: cannot read ({exc.strerror})") from None
-        check_yaml(data, shown)
+        if data is None:
+            return
+        if keys and b"PRIVATE KEY-----" in data and _PRIVATE_KEY.search(data):
+            raise UsageError(
+                f"{shown}: holds a private key, and an artifact is readable by anyone with pull "
+                "access; keep it out (.sourceignore or --ignore-paths), or pass --allow-private-keys"
+            )
+        if not is_yaml or not options.validate or _is_helm_template(entry, base):
+            return
+        if not _well_formed(data):
+            check_yaml(data, shown)
+        if _SECRET_KIND.search(data):
+            _plain_secrets(data, shown, strict=options.strict)
 
     return check
+
+
+def syntax_check(root: Path) -> pack.Check:
+    """YAML syntax only (``content_check`` with the default options, for callers that have none)."""
+    check = content_check(root, BuildOptions())
+    assert check is not None
+    return check
+
+
+def _plain_secrets(data: bytes, shown: str, *, strict: bool) -> None:
+    """Warn (or with ``strict`` refuse) for each Secret with data that SOPS did not encrypt."""
+    try:
+        docs = list(yaml.load_all(data, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)))
+    except yaml.YAMLError:
+        return  # the syntax check names the error
+    for doc in docs:
+        if not isinstance(doc, dict) or doc.get("kind") != "Secret" or "sops" in doc:
+            continue
+        if not (doc.get("data") or doc.get("stringData")):
+            continue
+        name = (doc.get("metadata") or {}).get("name", "?")
+        message = (
+            f"{shown}: Secret {name} is not encrypted, and an artifact is readable by anyone with "
+            "pull access; encrypt it with SOPS (the runner's spec.decryption) or keep it out of Git"
+        )
+        if strict:
+            raise RenderError(message + " (--strict)")
+        log.warning("warning: %s", message)
 
 
 def _well_formed(data: bytes) -> bool:

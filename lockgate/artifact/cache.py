@@ -55,7 +55,9 @@ def directory(env: Mapping[str, str] | None = None) -> Path | None:
     return Path(base) / "lockgate" / "build"
 
 
-def key(root: Path, entries: Sequence[pack.Entry], options: pack.PackOptions, *, validated: bool) -> str:
+def key(
+    root: Path, entries: Sequence[pack.Entry], options: pack.PackOptions, *, validated: bool | str
+) -> str:
     """The cache key of packing ``entries`` (as collected from ``root``) with ``options``."""
     h = hashlib.sha256()
     header = {
