@@ -163,14 +163,14 @@ def load(root: Path, *, paths: list[Path] | None = None) -> Config:
     markers = (FLUX_GROUP.encode(), NATIVE_API.encode())
     objects: list[Object] = []
     problems: list[str] = []
-    base = str(root) + os.sep
     candidates = files.walk(root) if paths is None else [str(p) for p in paths if p.is_file()]
     for path in candidates:
         data = files.read(path)
         if not any(marker in data for marker in markers):
             continue
         text = data.decode("utf-8", errors="replace")
-        found, file_problems = parse_documents(path.removeprefix(base), text)
+        # named as the user gave --path, joined with the file under it, as build and push name files
+        found, file_problems = parse_documents(os.path.normpath(path), text)
         objects.extend(found)
         problems.extend(file_problems)
     config, link_problems = assemble(objects)

@@ -128,8 +128,9 @@ def test_refspec_is_refused_rather_than_ignored(tmp_path: Path) -> None:
     )
     with pytest.raises(config.ConfigError) as caught:
         config.load(tmp_path)
+    # named as --path was given, joined with the file, as build and push name files
     assert caught.value.problems == [
-        "auto.yaml: document 1: spec.git.push.refspec: is not supported by lockgate; "
+        f"{tmp_path / 'auto.yaml'}: document 1: spec.git.push.refspec: is not supported by lockgate; "
         "use spec.git.push.branch or --branch"
     ]
 
