@@ -85,7 +85,7 @@ def seed(world: World, repo: str, tags: list[str]) -> None:
 
     def link(tag: str) -> None:
         for directory in (f"{tag_dir}/{tag}/index/sha256/{hexdigest}", f"{tag_dir}/{tag}/current"):
-            os.makedirs(directory)
+            os.makedirs(directory, exist_ok=True)  # seeded again by a repeated run (bench.repeat)
             with open(f"{directory}/link", "w") as handle:
                 handle.write(digest)
 
