@@ -21,7 +21,7 @@ from lockgate.errors import LockgateError, UsageError
 from lockgate.model import parse_duration
 from lockgate.redact import scrub
 from lockgate.signing.options import Spelling, VerifyOptions, build_policy
-from runner.pipeline import decrypt, notifications, source, substitute
+from runner.pipeline import attesting, decrypt, notifications, source, substitute
 from runner.pipeline.documents import (
     API_VERSION,
     KINDS,
@@ -304,6 +304,7 @@ def _options(sync: _Sync, runner: RunnerSettings, *, dry_run: bool) -> SyncOptio
             spelling=source.FIELDS,
             secret_ref=spec.secret_ref,
             verify_secret_ref=verify.secret_ref,
+            attestations=_attestations(sync),
         ),
         namespace=spec.namespace or runner.namespace,
         target_namespace=spec.target_namespace,
@@ -344,7 +345,38 @@ def _options(sync: _Sync, runner: RunnerSettings, *, dry_run: bool) -> SyncOptio
             check_mac=spec.decryption.check_mac,
         ),
         notify=_providers(sync, runner),
+        attest=None
+        if spec.attest is None or spec.attest.secret_ref is None
+        else attesting.AttestOptions(
+            secret_ref=spec.attest.secret_ref, cluster=runner.cluster_name, on_failure=spec.attest.on_failure
+        ),
     )
+
+
+def _attestations(sync: _Sync) -> tuple[source.AttestationSpec, ...]:
+    """``spec.verify.attestations``: each names exactly one of key and secretRef; a key file is read now."""
+    from lockgate.signing.policy import KeyPolicy
+
+    found = []
+    for number, item in enumerate(sync.value.spec.verify.attestations):
+        where = sync.where(("spec", "verify", "attestations", number))
+        if (item.key is None) == (item.secret_ref is None):
+            raise UsageError(
+                f"{where}: spec.verify.attestations[{number}] needs exactly one of key and secretRef "
+                "(the attesting runner's public key)"
+            )
+        policy = None
+        if item.key is not None:
+            try:
+                policy = KeyPolicy.from_file(Path(item.key))
+            except UsageError as exc:
+                raise UsageError(f"{where}: spec.verify.attestations[{number}].key: {exc.message}") from None
+        found.append(
+            source.AttestationSpec(
+                cluster=item.cluster, policy=policy, secret_ref=item.secret_ref, min_age=item.min_age
+            )
+        )
+    return tuple(found)
 
 
 def _providers(sync: _Sync, runner: RunnerSettings) -> tuple[notifications.Provider, ...]:
