@@ -31,6 +31,7 @@ PLANNED: dict[str, str] = {
     "diff": "Diff local manifests against a remote artifact, object by object.",
     "keygen": "Create a cosign-compatible key pair.",
     "sign": "Sign an artifact by digest (key or Sigstore keyless).",
+    "attest": "Attest a predicate about an artifact by digest (e.g. a manual approval).",
     "verify": "Verify an artifact's signature against a policy.",
     "images": "Scan registries for new image tags and update setter markers.",
     "reconcile": "Pull a verified artifact and converge the cluster (one pass).",

@@ -1,4 +1,4 @@
-"""The signing commands as library calls: ``keygen``, ``sign`` and ``verify`` for the CLI.
+"""The signing commands as library calls: ``keygen``, ``sign``, ``attest`` and ``verify`` for the CLI.
 
 Each takes the options a user gave, checks their combination, and makes the one call into
 the shared ``lockgate.signing`` (keys, sign, verify); the click commands in ``cli`` only
@@ -7,19 +7,24 @@ parse and print. Passwords come from ``password`` (environment, then a terminal 
 
 from __future__ import annotations
 
+import json
 import os
+import sys
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from action import cliopts
 from action.signing import password
 from lockgate import paths, registry
 from lockgate.errors import LockgateError, UsageError
+from lockgate.signing import attest as attesting
 from lockgate.signing import keys
 from lockgate.signing import sign as signing
 from lockgate.signing import verify as verifying
 from lockgate.signing.options import VERIFY_FLAGS, VerifyOptions, build_policy
+from lockgate.signing.policy import KeyPolicy
 from lockgate.signing.sign import SignedArtifact
 from lockgate.signing.verify import VerifiedArtifact
 
@@ -107,3 +112,53 @@ def verify(reference: str, options: VerifyOptions, *, creds: str | None, insecur
     assert policy is not None  # required=True raises instead
     ref = registry.parse(reference)
     return verifying.verify(ref, policy, client=cliopts.client_for(ref, creds, insecure))
+
+
+def read_predicate(path: Path) -> dict[str, Any]:
+    """The JSON object in ``path`` (``-``: standard input), or a usage error naming it."""
+    where = "standard input" if str(path) == "-" else str(path)
+    try:
+        text = sys.stdin.read() if str(path) == "-" else path.read_text()
+    except OSError as exc:
+        raise UsageError(f"cannot read --predicate {where}: {paths.os_error_message(exc)}") from None
+    try:
+        value = json.loads(text)
+    except ValueError as exc:
+        raise UsageError(f"--predicate {where} is not valid JSON: {exc}") from None
+    if not isinstance(value, dict):
+        raise UsageError(f"--predicate {where} must hold a JSON object, not {type(value).__name__}")
+    return value
+
+
+def attest(
+    reference: str,
+    *,
+    key_path: Path,
+    predicate_type: str,
+    predicate: dict[str, Any],
+    creds: str | None,
+    insecure: bool,
+) -> SignedArtifact:
+    """Attest ``predicate`` about the artifact ``reference`` (by digest), signed with the key file."""
+    ref = registry.parse(reference)
+    client = cliopts.client_for(ref, creds, insecure)
+    if ref.digest is None:
+        _refuse_tag(ref, client)
+    key = password.load_private_key(key_path)
+    return attesting.attest_with_key(
+        ref, key, predicate_type=predicate_type, predicate=predicate, client=client
+    )
+
+
+def verify_attestation(
+    reference: str, options: VerifyOptions, predicate_type: str, *, creds: str | None, insecure: bool
+) -> list[attesting.Attestation]:
+    """The attestations of ``predicate_type`` for ``reference`` signed by ``--key``."""
+    if options.keyless or options.key is None:
+        raise UsageError("--attestation is checked with --key only (keyless attestations are not read yet)")
+    policy = build_policy(options, VERIFY_FLAGS, required=True)
+    assert isinstance(policy, KeyPolicy)
+    ref = registry.parse(reference)
+    return attesting.verify_attestation(
+        ref, policy, predicate_type, client=cliopts.client_for(ref, creds, insecure)
+    )
