@@ -353,6 +353,8 @@ class Service:
             fields["summary"] = result.changeset.summary()
             if result.error is not None:
                 fields["error"] = result.error.message.splitlines()[0]
+            if result.waiting:
+                fields["waiting"] = result.waiting
             self.metrics.observe_pass(options, result, outcome.outcome)
             log.log(
                 logging.WARNING if result.error is not None else logging.INFO,
