@@ -265,13 +265,18 @@ def health_predicate(
 
 @dataclass(frozen=True)
 class Requirement:
-    """A digest must be attested healthy in ``cluster`` by ``policy``'s key, at least ``min_age`` ago."""
+    """A digest must be attested by ``policy``'s key: healthy in ``cluster``, at least ``min_age``
+    ago (the runner's ``HEALTHY``), or any attestation of another ``predicate_type`` (a manual
+    approval made with ``lockgate attest``), for ``cluster`` when one is named."""
 
-    cluster: str
+    cluster: str | None
     policy: KeyPolicies
     min_age: float = 0.0
+    predicate_type: str = HEALTHY
 
     def describe(self) -> str:
+        if self.predicate_type != HEALTHY:
+            return f"{self.predicate_type}" + (f" for {self.cluster}" if self.cluster else "")
         soak = f", {format_duration(self.min_age)} soak" if self.min_age else ""
         return f"healthy in {self.cluster}{soak}"
 
@@ -290,6 +295,8 @@ class Verdict:
 
 def evaluate(requirement: Requirement, found: Found, *, now: dt.datetime) -> Verdict:
     """Check one requirement against the verified attestations of one digest."""
+    if requirement.predicate_type != HEALTHY:
+        return _evaluate_other(requirement, found)
     mine = [a for a in found.attestations if a.predicate.get("cluster") == requirement.cluster]
     failing = [a for a in mine if a.predicate_type == UNHEALTHY]
     if failing:
@@ -317,6 +324,18 @@ def evaluate(requirement: Requirement, found: Found, *, now: dt.datetime) -> Ver
             False, f"waiting for {requirement.describe()}: {format_duration(left)} left", remaining=left
         )
     return Verdict(True)
+
+
+def _evaluate_other(requirement: Requirement, found: Found) -> Verdict:
+    typed = [a for a in found.attestations if a.predicate_type == requirement.predicate_type]
+    if requirement.cluster:
+        typed = [a for a in typed if a.predicate.get("cluster") == requirement.cluster]
+    if typed:
+        return Verdict(True)
+    why = f"waiting for {requirement.describe()}: no such attestation"
+    if found.refused:
+        why += f" ({len(found.refused)} refused: {found.refused[0]})"
+    return Verdict(False, why)
 
 
 def format_duration(seconds: float) -> str:

@@ -365,6 +365,16 @@ def _attestations(sync: _Sync) -> tuple[source.AttestationSpec, ...]:
                 f"{where}: spec.verify.attestations[{number}] needs exactly one of key and secretRef "
                 "(the attesting runner's public key)"
             )
+        healthy = item.predicate_type == source.AttestationSpec.predicate_type
+        if healthy and not item.cluster:
+            raise UsageError(
+                f"{where}: spec.verify.attestations[{number}].cluster is required for health attestations "
+                "(the attesting Runner's clusterName)"
+            )
+        if not healthy and item.min_age:
+            raise UsageError(
+                f"{where}: spec.verify.attestations[{number}].minAge applies to health attestations only"
+            )
         policy = None
         if item.key is not None:
             try:
@@ -373,7 +383,11 @@ def _attestations(sync: _Sync) -> tuple[source.AttestationSpec, ...]:
                 raise UsageError(f"{where}: spec.verify.attestations[{number}].key: {exc.message}") from None
         found.append(
             source.AttestationSpec(
-                cluster=item.cluster, policy=policy, secret_ref=item.secret_ref, min_age=item.min_age
+                cluster=item.cluster,
+                policy=policy,
+                secret_ref=item.secret_ref,
+                min_age=item.min_age,
+                predicate_type=item.predicate_type,
             )
         )
     return tuple(found)

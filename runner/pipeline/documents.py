@@ -45,18 +45,26 @@ class RunnerMetadata:
 
 @dataclass(frozen=True)
 class AttestationRequirement:
-    """Evidence another runner must have signed: this digest was healthy in its cluster (issue 16)."""
+    """Evidence the digest must carry: healthy in another cluster (signed by its runner), or a
+    person's attestation such as a manual approval (issue 16)."""
 
-    cluster: str = attr(
+    cluster: str | None = attr(
         "cluster",
-        "The attesting runner's clusterName (the Runner document's spec.clusterName).",
-        required=True,
+        "The attesting runner's clusterName (the Runner document's spec.clusterName); required for "
+        "health attestations, optional for another predicateType (then any cluster counts).",
     )
-    key: str | None = attr("key", "Path of the attesting runner's cosign public key file (PEM).")
+    predicate_type: str = attr(
+        "predicateType",
+        "The attestation's type: the runner's health attestation by default, or the URI a person "
+        "attested with lockgate attest (a manual approval); minAge applies to health attestations only.",
+        default="https://lockgate.dev/attestations/healthy/v1",
+        pattern="^[a-zA-Z][a-zA-Z0-9+.-]*:",
+    )
+    key: str | None = attr("key", "Path of the attester's cosign public key file (PEM).")
     secret_ref: str | None = attr(
         "secretRef",
-        "A Secret of the runner namespace whose every *.pub entry is a public key of the attesting "
-        "runner (any one verifying suffices). Read at each pass.",
+        "A Secret of the runner namespace whose every *.pub entry is a public key of the attester "
+        "(any one verifying suffices). Read at each pass.",
         reference=True,
     )
     min_age: float = attr(

@@ -56,11 +56,12 @@ FIELDS = Spelling(
 class AttestationSpec:
     """``spec.verify.attestations[]``: a health attestation the digest must have (promotion)."""
 
-    cluster: str
+    cluster: str | None
     #: the attesting runner's key (``key``), or None when it is read from ``secret_ref``
     policy: attest.KeyPolicies | None = None
     secret_ref: str | None = None
     min_age: float = 0.0
+    predicate_type: str = "https://lockgate.dev/attestations/healthy/v1"
 
 
 class Waiting(Exception):
@@ -156,7 +157,11 @@ def _requirements(spec: SourceSpec, secrets: SecretReader | None) -> tuple[attes
             policy = secrets.key_policy(item.secret_ref, field=field)
         if policy is None:
             raise UsageError(f"spec.verify.attestations[{number}]: set key or secretRef")
-        found.append(attest.Requirement(cluster=item.cluster, policy=policy, min_age=item.min_age))
+        found.append(
+            attest.Requirement(
+                cluster=item.cluster, policy=policy, min_age=item.min_age, predicate_type=item.predicate_type
+            )
+        )
     return tuple(found)
 
 
