@@ -105,11 +105,33 @@ class Attestation:
 
 
 @dataclass(frozen=True)
+class Refusal:
+    """A bundle that did not count, why, and what it claims to be (unverified: for messages only)."""
+
+    reason: str
+    claimed_type: str | None = None
+    claimed_cluster: str | None = None
+
+    def __str__(self) -> str:
+        return self.reason
+
+
+@dataclass(frozen=True)
 class Found:
     """What the referrers of a digest hold: verified attestations, and why the others did not count."""
 
     attestations: list[Attestation]
-    refused: list[str]
+    refused: list[Refusal]
+
+    def refusals_about(self, predicate_type: str, cluster: str | None) -> list[Refusal]:
+        """The refusals of bundles that claim to be of ``predicate_type`` (for ``cluster``), or are
+        unreadable: a bundle that is plainly about something else is not worth a message."""
+        return [
+            r
+            for r in self.refused
+            if r.claimed_type in (None, predicate_type)
+            and (cluster is None or r.claimed_cluster in (None, cluster))
+        ]
 
 
 KeyPolicies = KeyPolicy | KeySetPolicy
@@ -125,17 +147,29 @@ def read(client: RegistryClient, repository: str, digest: str, policy: KeyPolici
     Cosign v3 signatures (predicate ``https://sigstore.dev/cosign/sign/v1``) are not
     attestations and are left out without a reason. Registry failures raise."""
     found: list[Attestation] = []
-    refused: list[str] = []
+    refused: list[Refusal] = []
     for bundled in store.read_bundles(client, repository, digest):
         where = f"referrer {bundled.manifest_digest}"
         try:
             attestation = _verified(bundled, digest, _policies(policy))
         except VerificationError as exc:
-            refused.append(f"{where}: {exc.message}")
+            refused.append(Refusal(f"{where}: {exc.message}", *_claims(bundled.bundle)))
             continue
         if attestation is not None:
             found.append(attestation)
     return Found(found, refused)
+
+
+def _claims(bundle: bytes | None) -> tuple[str | None, str | None]:
+    """(predicate type, cluster) a bundle's statement claims, unverified; None where unreadable."""
+    try:
+        envelope = statement.envelope_of(json.loads(bundle or b""))
+        doc = json.loads(envelope.payload)
+        predicate = doc.get("predicate") or {}
+        cluster = predicate.get("cluster") if isinstance(predicate, dict) else None
+        return str(doc["predicateType"]), None if cluster is None else str(cluster)
+    except (ValueError, KeyError, TypeError, AttributeError, VerificationError):
+        return None, None
 
 
 def _verified(
@@ -312,10 +346,11 @@ def evaluate(requirement: Requirement, found: Found, *, now: dt.datetime) -> Ver
             - {requirement.cluster}
         )
         why = f"waiting for {requirement.describe()}: no healthy attestation for {requirement.cluster}"
+        refused = found.refusals_about(HEALTHY, requirement.cluster)
         if others:
             why += f" (only for {', '.join(others)})"
-        elif found.refused:
-            why += f" ({len(found.refused)} refused: {found.refused[0]})"
+        elif refused:
+            why += f" ({len(refused)} refused: {refused[0]})"
         return Verdict(False, why)
     age = (now - min(times)).total_seconds()
     if age < requirement.min_age:
@@ -333,8 +368,9 @@ def _evaluate_other(requirement: Requirement, found: Found) -> Verdict:
     if typed:
         return Verdict(True)
     why = f"waiting for {requirement.describe()}: no such attestation"
-    if found.refused:
-        why += f" ({len(found.refused)} refused: {found.refused[0]})"
+    refused = found.refusals_about(requirement.predicate_type, requirement.cluster)
+    if refused:
+        why += f" ({len(refused)} refused: {refused[0]})"
     return Verdict(False, why)
 
 
@@ -405,7 +441,7 @@ def verify_attestation(
     lines = [f"{ref.name}@{digest} has no attestation of type {predicate_type} signed by {_source(policy)}"]
     if others:
         lines.append(f"  signed attestations of other types: {', '.join(others)}")
-    lines.extend(f"  - {reason}" for reason in found.refused)
+    lines.extend(f"  - {reason}" for reason in found.refusals_about(predicate_type, None))
     raise VerificationError("\n".join(lines))
 
 

@@ -97,10 +97,10 @@ def test_reading_refuses_other_keys_and_replayed_statements(
     )
     replayed = attest.read(client, unique, digest_of(b), KeyPolicy(key.public_key()))
     assert replayed.attestations == []
-    assert "another artifact" in replayed.refused[0]
+    assert "another artifact" in replayed.refused[0].reason
     other, _, _ = our_key_pair(tmp_path)
     wrong_key = attest.read(client, unique, digest_of(a), KeyPolicy(other.public_key(), "other.pub"))
-    assert wrong_key.attestations == [] and "not signed by other.pub" in wrong_key.refused[0]
+    assert wrong_key.attestations == [] and "not signed by other.pub" in wrong_key.refused[0].reason
     with pytest.raises(VerificationError, match="no attestation of type"):
         attest.verify_attestation(b, KeyPolicy(key.public_key()), attest.HEALTHY)
 
