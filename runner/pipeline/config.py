@@ -363,7 +363,7 @@ def _attestations(sync: _Sync) -> tuple[source.AttestationSpec, ...]:
         if (item.key is None) == (item.secret_ref is None):
             raise UsageError(
                 f"{where}: spec.verify.attestations[{number}] needs exactly one of key and secretRef "
-                "(the attesting runner's public key)"
+                "(the attester's public key)"
             )
         healthy = item.predicate_type == source.AttestationSpec.predicate_type
         if healthy and not item.cluster:

@@ -105,5 +105,7 @@ class SecretReader:
             entries = ", ".join(sorted(data)) or "none"
             raise UsageError(f"{where}: has no {' or '.join(missing)} entry (entries: {entries})")
         return keys.load_private_key(
-            data[SIGNING_KEY_ENTRY], data[SIGNING_PASSWORD_ENTRY], source=f"{where}[{SIGNING_KEY_ENTRY}]"
+            data[SIGNING_KEY_ENTRY],
+            data[SIGNING_PASSWORD_ENTRY],
+            source=f"Secret/{self.namespace}/{name}[{SIGNING_KEY_ENTRY}] ({ATTEST_FIELD})",
         )

@@ -298,3 +298,70 @@ def _until_applied(world: World, path: Path, version: str) -> dt.datetime:
         assert "soak" in result.waiting
         time.sleep(0.5)
     raise AssertionError(f"production never applied {version}: {result.waiting}")
+
+
+def test_a_tag_waits_and_a_failing_one_is_refused_by_tag_too(
+    cluster: Cluster, registry: Registry, unique: str, tmp_path: Path
+) -> None:
+    world = World(cluster, registry, unique, tmp_path)
+    v100 = world.push("1.0.0")
+    pinned = world.production(minAge="0s")
+    text = (
+        pinned.read_text()
+        .replace("semver: '>=1.0.0'", "semver: null")
+        .replace(f"url: {world.url}", f"url: {world.url}:1.0.0")
+    )
+    assert "semver: null" in text and f"{world.url}:1.0.0" in text
+    pinned.write_text(text)
+    waiting = world.run(pinned)
+    assert waiting.error is None and world.applied("production") is None
+    assert waiting.waiting.startswith(f"1.0.0@{digest(v100)}: waiting for healthy in staging: no healthy")
+    attest.attest_with_key(
+        v100,
+        world.keys["staging"],
+        predicate_type=attest.UNHEALTHY,
+        predicate={"cluster": "staging", "failedAt": attest.timestamp(dt.datetime.now(dt.UTC))},
+    )
+    refused = world.run(pinned)
+    assert "attested as failing its health checks in staging" in refused.waiting
+    assert world.applied("production") is None
+
+
+def test_an_unusable_runner_key_secret_fails_the_pass_and_names_the_secret(
+    cluster: Cluster, registry: Registry, unique: str, tmp_path: Path
+) -> None:
+    world = World(cluster, registry, unique, tmp_path)
+    world.push("1.0.0")
+    runner = world.ns("staging", "runner")
+    cluster.kubectl(
+        "-n",
+        runner,
+        "patch",
+        "secret",
+        "attest-key",
+        "--type=json",
+        "-p",
+        '[{"op": "remove", "path": "/data/cosign.password"}]',
+    )
+    missing = world.run(world.config("staging"))
+    assert missing.error is not None and world.applied("staging") == "1.0.0"  # applied, not attested
+    assert missing.error.message == (
+        f"Secret/{runner}/attest-key (spec.attest.secretRef.name): has no cosign.password entry "
+        "(entries: cosign.key)"
+    )
+    assert "applied and healthy, but the health attestation was not written" in missing.notes
+    wrong = base64.b64encode(b"not-the-password").decode()
+    cluster.kubectl(
+        "-n",
+        runner,
+        "patch",
+        "secret",
+        "attest-key",
+        "--type=merge",
+        "-p",
+        json.dumps({"data": {"cosign.password": wrong}}),
+    )
+    refused = world.run(world.config("staging"))
+    assert refused.error is not None and "wrong password" in refused.error.message
+    assert f"Secret/{runner}/attest-key[cosign.key] (spec.attest.secretRef.name)" in refused.error.message
+    assert "BEGIN" not in refused.error.message
