@@ -124,12 +124,7 @@ def resolve(spec: SourceSpec, client: registry.RegistryClient) -> registry.Refer
     """The reference with its tag chosen (semver), not yet its digest."""
     ref = registry.parse(spec.url)
     if spec.semver:
-        if ref.digest:
-            raise UsageError("--semver and a digest reference are exclusive: the digest already pins it")
-        try:
-            constraints = semver.Constraints.parse(spec.semver)
-        except semver.SemverError as exc:
-            raise UsageError(f"--semver {spec.semver!r}: {exc}") from None
+        constraints = _constraints(spec, ref)
         tags = client.list_tags(ref.repository)
         tag = semver.highest_in_range(constraints, tags)
         if tag is None:
@@ -138,6 +133,15 @@ def resolve(spec: SourceSpec, client: registry.RegistryClient) -> registry.Refer
             )
         ref = ref.with_tag(tag)
     return ref
+
+
+def _constraints(spec: SourceSpec, ref: registry.Reference) -> semver.Constraints:
+    if ref.digest:
+        raise UsageError("--semver and a digest reference are exclusive: the digest already pins it")
+    try:
+        return semver.Constraints.parse(str(spec.semver))
+    except semver.SemverError as exc:
+        raise UsageError(f"--semver {spec.semver!r}: {exc}") from None
 
 
 def _revision(ref: registry.Reference, digest: str) -> str:
@@ -178,8 +182,8 @@ def choose(
     from lockgate.signing import attest
 
     ref = registry.parse(spec.url)
-    if spec.semver and not ref.digest:
-        constraints = semver.Constraints.parse(spec.semver)  # resolve() checked it
+    if spec.semver:
+        constraints = _constraints(spec, ref)
         candidates = [
             ref.with_tag(tag)
             for tag in semver.in_range_descending(constraints, client.list_tags(ref.repository))
