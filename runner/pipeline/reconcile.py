@@ -421,6 +421,7 @@ def reconcile(
         run = Pass(writer, options, result, request=requested_at)
         result.previous_digest = run.inventory.digest
         result.previous_status = str(run.inventory.last_result.get("status") or "")
+        result.previous_waiting = run.inventory.waiting
         if rollback.refused(run.inventory, result, retry=retry_rejected or bool(requested_at)):
             return result
         if applying is not None:
@@ -480,6 +481,7 @@ def _record_waiting(kube: Kube, options: SyncOptions, result: Result) -> None:
     if options.dry_run:
         return
     inventory = store.read(kube, options.name, result.namespace)
+    result.previous_waiting = inventory.waiting
     if inventory.exists and inventory.waiting != result.waiting:
         inventory.waiting = result.waiting
         store.write(kube, inventory, manager=Manager(kube, set_id=inventory.set_id).field_manager)

@@ -46,6 +46,8 @@ class Result:
     #: what the pass waits for: a digest lacking the attestations ``spec.verify.attestations``
     #: require ("v1.1.0@sha256:...: waiting for healthy in staging, 1h soak: 23m left")
     waiting: str = ""
+    #: what the inventory said the sync waited for before this pass (what was reported already)
+    previous_waiting: str = ""
     #: the health attestation this pass wrote (or found already written), ``spec.attest``
     attested: str = ""
 

@@ -29,10 +29,11 @@ from runner.pipeline import config
 from runner.pipeline import reconcile as pipeline
 from runner.pipeline.result import Result
 from runner.pipeline.status import detail, read
-from tests.integration.reconcile_support import configmap, deployment, dump, get, push_tree
+from tests.integration.reconcile_support import cli, configmap, deployment, dump, get, push_tree
 from tests.integration.signing_support import client_for
 from tests.integration.test_attest import cosign_verify_attestation
 from tests.world.kube import Cluster
+from tests.world.recorder import Recorder
 from tests.world.registry import Registry
 
 pytestmark = pytest.mark.world
@@ -365,3 +366,36 @@ def test_an_unusable_runner_key_secret_fails_the_pass_and_names_the_secret(
     assert refused.error is not None and "wrong password" in refused.error.message
     assert f"Secret/{runner}/attest-key[cosign.key] (spec.attest.secretRef.name)" in refused.error.message
     assert "BEGIN" not in refused.error.message
+
+
+def test_a_webhook_hears_what_production_waits_for_once(
+    cluster: Cluster, registry: Registry, unique: str, tmp_path: Path
+) -> None:
+    """The generic provider's endpoint is a local recording HTTP server (the receiver of a
+    webhook is outside lockgate); the passes run with ``lockgate reconcile``, one process each."""
+    recorder = Recorder()
+    try:
+        world = World(cluster, registry, unique, tmp_path)
+        world.push("1.0.0")
+        assert world.run(world.config("staging")).error is None
+        production = world.production(minAge="0s")
+        doc = list(yaml.safe_load_all(production.read_text()))
+        doc[1]["spec"]["notify"] = [{"type": "generic", "address": recorder.url + "/hook"}]
+        production.write_text(yaml.safe_dump_all(doc))
+        applied = cli(cluster, "--config", str(production))
+        assert applied.code == 0, applied.err
+        v110 = world.push("1.1.0")
+        for _ in range(2):  # the second run waits for the same thing: nothing is sent again
+            waiting = cli(cluster, "--config", str(production))
+            assert waiting.code == 0, waiting.err
+            assert f"waiting: 1.1.0@{digest(v110)}: waiting for healthy in staging" in waiting.out
+        events = [r.json() for r in recorder.requests("/hook")]
+        assert [e["reason"] for e in events] == ["ReconciliationSucceeded", "PromotionWaiting"]
+        assert events[1]["severity"] == "info"
+        assert events[1]["message"].startswith(f"1.1.0@{digest(v110)}: waiting for healthy in staging")
+        assert events[1]["metadata"] == {
+            "revision": f"1.1.0@{digest(v110)}",
+            "applied": events[0]["metadata"]["revision"],
+        }
+    finally:
+        recorder.stop()
