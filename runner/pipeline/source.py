@@ -314,9 +314,19 @@ def fetch(
     )
 
 
-def current_digest(spec: SourceSpec, client: registry.RegistryClient) -> str:
+def current_digest(
+    spec: SourceSpec, client: registry.RegistryClient, *, secrets: SecretReader | None = None
+) -> str:
     """The digest the source points to now: one HEAD for a tag, a tag list and a HEAD for semver.
 
-    The cheap check ``serve`` makes between full passes; nothing is pulled or verified.
+    The cheap check ``serve`` makes between full passes; nothing is pulled or verified. With
+    ``attestations`` it is the digest a pass would choose (the attestations are read, so a
+    soak that has passed makes a full pass, and an older version that stays applied does
+    not), or the newest one waiting when none has them (``secrets`` reads their keys).
     """
+    if spec.attestations:
+        try:
+            return choose(spec, client, _requirements(spec, secrets))[1]
+        except Waiting as waiting:
+            return waiting.digest
     return client.resolve(resolve(spec, client))

@@ -284,7 +284,10 @@ class Service:
 
     def _check(self, options: pipeline.SyncOptions) -> str:
         client = self._registry(options)
-        return source.current_digest(options.source, client)
+        secrets = None
+        if options.source.attestations:  # their keys may be in Secrets of the runner namespace
+            secrets = secretrefs.SecretReader(self.kube, pipeline.runner_namespace(options.namespace))
+        return source.current_digest(options.source, client, secrets=secrets)
 
     def _run(self, options: pipeline.SyncOptions, requested_by_person: bool, guard: Any) -> Result:
         return self.notifier.around(

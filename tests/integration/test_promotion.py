@@ -25,7 +25,7 @@ import yaml
 from lockgate.signing import attest, keys, store
 from lockgate.signing.policy import KeyPolicy
 from runner.kube.client import Kube
-from runner.pipeline import config
+from runner.pipeline import config, source
 from runner.pipeline import reconcile as pipeline
 from runner.pipeline.result import Result
 from runner.pipeline.status import detail, read
@@ -399,3 +399,23 @@ def test_a_webhook_hears_what_production_waits_for_once(
         }
     finally:
         recorder.stop()
+
+
+def test_the_cheap_check_of_serve_names_the_digest_a_pass_would_choose(
+    cluster: Cluster, registry: Registry, unique: str, tmp_path: Path
+) -> None:
+    """``serve`` runs a full pass only when this digest differs from the applied one: an older
+    version that stays applied costs a check, and a soak that has passed makes a pass."""
+    world = World(cluster, registry, unique, tmp_path)
+    v100, v110 = world.push("1.0.0"), world.push("1.1.0")
+    (options,) = config.load(world.production(minAge="0s")).syncs
+    client = client_for(registry, unique)
+    assert source.current_digest(options.source, client) == digest(v110)  # none attested: the newest
+    now = dt.datetime.now(dt.UTC)
+    healthy = attest.health_predicate(
+        cluster="staging", sync="app", revision="1.0.0", healthy=True, at=now, objects={}
+    )
+    attest.attest_with_key(v100, world.keys["staging"], predicate_type=attest.HEALTHY, predicate=healthy)
+    failing = {"cluster": "staging", "failedAt": attest.timestamp(now)}
+    attest.attest_with_key(v110, world.keys["staging"], predicate_type=attest.UNHEALTHY, predicate=failing)
+    assert source.current_digest(options.source, client) == digest(v100)  # 1.1.0 failed in staging
