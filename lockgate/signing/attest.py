@@ -29,6 +29,7 @@ import datetime as dt
 import hashlib
 import json
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from cryptography.hazmat.primitives import serialization
@@ -36,7 +37,7 @@ from cryptography.hazmat.primitives import serialization
 from lockgate.errors import LockgateError, RegistryError, UsageError, VerificationError
 from lockgate.registry import Reference, RegistryClient, parse
 from lockgate.signing import keys, layout, statement, store
-from lockgate.signing.policy import KeyPolicy, KeySetPolicy
+from lockgate.signing.policy import KeylessPolicy, KeyPolicy, KeySetPolicy
 from lockgate.signing.sign import SignedArtifact, by_digest
 
 #: "healthy in cluster X": written by the runner once a digest's objects are healthy
@@ -135,17 +136,22 @@ class Found:
 
 
 KeyPolicies = KeyPolicy | KeySetPolicy
+#: who must have signed an attestation: a key, one of a set of keys, or a Sigstore identity
+AttestationPolicy = KeyPolicy | KeySetPolicy | KeylessPolicy
 
 
 def _policies(policy: KeyPolicies) -> tuple[KeyPolicy, ...]:
     return policy.keys if isinstance(policy, KeySetPolicy) else (policy,)
 
 
-def read(client: RegistryClient, repository: str, digest: str, policy: KeyPolicies) -> Found:
-    """The attestations of ``digest`` signed by one of ``policy``'s keys (any predicate type).
+def read(client: RegistryClient, repository: str, digest: str, policy: AttestationPolicy) -> Found:
+    """The attestations of ``digest`` signed by one of ``policy``'s keys, or keyless by its
+    identity (any predicate type).
 
     Cosign v3 signatures (predicate ``https://sigstore.dev/cosign/sign/v1``) are not
     attestations and are left out without a reason. Registry failures raise."""
+    if isinstance(policy, KeylessPolicy):
+        return _read_keyless(client, repository, digest, policy)
     found: list[Attestation] = []
     refused: list[Refusal] = []
     for bundled in store.read_bundles(client, repository, digest):
@@ -157,6 +163,54 @@ def read(client: RegistryClient, repository: str, digest: str, policy: KeyPolici
             continue
         if attestation is not None:
             found.append(attestation)
+    return Found(found, refused)
+
+
+def _read_keyless(client: RegistryClient, repository: str, digest: str, policy: KeylessPolicy) -> Found:
+    """Keyless attestations: each bundle with a certificate is verified with sigstore-python
+    against the policy's trusted root and identity, for the type its statement claims."""
+    from dataclasses import replace
+
+    from lockgate.signing import verify
+
+    verifier = None
+    found: list[Attestation] = []
+    refused: list[Refusal] = []
+    for bundled in store.read_bundles(client, repository, digest):
+        where = f"referrer {bundled.manifest_digest}"
+        claimed = _claims(bundled.bundle)
+        if claimed[0] == statement.COSIGN_SIGN_PREDICATE:
+            continue  # a signature, not an attestation
+        try:
+            if bundled.problem or bundled.bundle is None:
+                raise VerificationError(bundled.problem or "no bundle")
+            if bundled.subject_digest != digest:
+                raise VerificationError(f"its subject is {bundled.subject_digest}, not {digest}")
+            document = json.loads(bundled.bundle)
+            if not isinstance(document, dict) or "publicKey" in (document.get("verificationMaterial") or {}):
+                raise VerificationError("it is signed with a key, not keyless")
+            if claimed[0] is None:
+                raise VerificationError("its statement is unreadable")
+            verifier = verifier or verify.trust_root_verifier(policy)
+            identity, issuer = verify.verify_keyless_bundle(
+                bundled.bundle, replace(policy, predicate_type=claimed[0]), digest=digest, verifier=verifier
+            )
+        except (VerificationError, ValueError) as exc:
+            message = exc.message if isinstance(exc, VerificationError) else "the bundle is not valid JSON"
+            refused.append(Refusal(f"{where}: {message}", *claimed))
+            continue
+        payload = statement.envelope_of(document).payload
+        predicate = json.loads(payload).get("predicate")
+        found.append(
+            Attestation(
+                digest=digest,
+                predicate_type=claimed[0],
+                predicate=predicate if isinstance(predicate, dict) else {},
+                signer=identity + (f" (issuer {issuer})" if issuer else ""),
+                manifest_digest=bundled.manifest_digest,
+                payload=payload,
+            )
+        )
     return Found(found, refused)
 
 
@@ -267,6 +321,41 @@ def attest_with_key(
     )
 
 
+def attest_keyless(
+    reference: Reference | str,
+    *,
+    predicate_type: str,
+    predicate: Json,
+    token: str | None = None,
+    trust_config: Path | None = None,
+    staging: bool = False,
+    client: RegistryClient | None = None,
+) -> SignedArtifact:
+    """Attest ``predicate`` keyless: the OIDC identity's Fulcio certificate signs the statement,
+    Rekor logs it, and the bundle is stored like a key-signed one. Each is new evidence (a new
+    certificate and log entry), so it is always written."""
+    from lockgate.signing import sign
+
+    ref = by_digest(reference, hint="; attest the digest you checked")
+    client = client or RegistryClient.for_reference(ref)
+    digest = client.resolve(ref)
+    payload = statement_bytes(ref.name, digest, predicate_type, predicate)
+    bundle = sign.keyless_bundle(
+        digest, token or sign.ambient_token(), staging=staging, trust_config=trust_config, payload=payload
+    )
+    when = dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    referrer = store.write_bundle(
+        client, ref.repository, digest, bundle, predicate_type=predicate_type, created=when
+    )
+    return SignedArtifact(
+        reference=str(ref),
+        digest=digest,
+        mode="attestation (keyless)",
+        signer=sign.bundle_signer(bundle),
+        stored_at=str(ref.with_digest(referrer)),
+    )
+
+
 # -- the runner's health predicates and what a consumer requires of them ----------------------
 
 
@@ -304,7 +393,7 @@ class Requirement:
     approval made with ``lockgate attest``), for ``cluster`` when one is named."""
 
     cluster: str | None
-    policy: KeyPolicies
+    policy: AttestationPolicy
     min_age: float = 0.0
     predicate_type: str = HEALTHY
 
@@ -416,7 +505,7 @@ def check_requirements(
 
 def verify_attestation(
     reference: Reference | str,
-    policy: KeyPolicies,
+    policy: AttestationPolicy,
     predicate_type: str,
     *,
     client: RegistryClient | None = None,
@@ -445,5 +534,7 @@ def verify_attestation(
     raise VerificationError("\n".join(lines))
 
 
-def _source(policy: KeyPolicies) -> str:
+def _source(policy: AttestationPolicy) -> str:
+    if isinstance(policy, KeylessPolicy):
+        return f"identity {policy.identity} (issuer {policy.issuer})"
     return policy.source

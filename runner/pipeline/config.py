@@ -355,15 +355,25 @@ def _options(sync: _Sync, runner: RunnerSettings, *, dry_run: bool) -> SyncOptio
 
 def _attestations(sync: _Sync) -> tuple[source.AttestationSpec, ...]:
     """``spec.verify.attestations``: each names exactly one of key and secretRef; a key file is read now."""
+    from lockgate.signing import attest
     from lockgate.signing.policy import KeyPolicy
 
+    spec = sync.value.spec
     found = []
-    for number, item in enumerate(sync.value.spec.verify.attestations):
+    for number, item in enumerate(spec.verify.attestations):
         where = sync.where(("spec", "verify", "attestations", number))
-        if (item.key is None) == (item.secret_ref is None):
+        field = f"spec.verify.attestations[{number}]"
+        keyless = VerifyOptions(
+            identity=item.identity,
+            identity_regexp=item.identity_regexp,
+            issuer=item.issuer,
+            issuer_regexp=item.issuer_regexp,
+            trusted_root=Path(spec.verify.trusted_root) if spec.verify.trusted_root else None,
+        )
+        if [item.key is not None, item.secret_ref is not None, keyless.keyless].count(True) != 1:
             raise UsageError(
-                f"{where}: spec.verify.attestations[{number}] needs exactly one of key and secretRef "
-                "(the attester's public key)"
+                f"{where}: {field} needs exactly one of key, secretRef (the attester's public key) "
+                "and identity/issuer (keyless)"
             )
         healthy = item.predicate_type == source.AttestationSpec.predicate_type
         if healthy and not item.cluster:
@@ -375,7 +385,19 @@ def _attestations(sync: _Sync) -> tuple[source.AttestationSpec, ...]:
             raise UsageError(
                 f"{where}: spec.verify.attestations[{number}].minAge applies to health attestations only"
             )
-        policy = None
+        policy: attest.AttestationPolicy | None = None
+        if keyless.keyless:
+            spelled = Spelling(
+                key=f"{field}.key",
+                identity=f"{field}.identity",
+                identity_regexp=f"{field}.identityRegexp",
+                issuer=f"{field}.issuer",
+                issuer_regexp=f"{field}.issuerRegexp",
+            )
+            try:
+                policy = build_policy(keyless, spelled)
+            except UsageError as exc:
+                raise UsageError(f"{where}: {exc.message}") from None
         if item.key is not None:
             try:
                 policy = KeyPolicy.from_file(Path(item.key))

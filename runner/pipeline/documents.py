@@ -67,6 +67,15 @@ class AttestationRequirement:
         "(any one verifying suffices). Read at each pass.",
         reference=True,
     )
+    identity: str | None = attr(
+        "identity", "Keyless: the attester's certificate identity (SAN), exactly (instead of a key)."
+    )
+    identity_regexp: str | None = attr(
+        "identityRegexp",
+        "Keyless: the certificate identity, as a Go regular expression over the whole value.",
+    )
+    issuer: str | None = attr("issuer", "Keyless: the OIDC issuer, exactly.")
+    issuer_regexp: str | None = attr("issuerRegexp", "Keyless: the OIDC issuer, as a Go regular expression.")
     min_age: float = attr(
         "minAge",
         "A soak time: the digest must have been healthy there at least this long (e.g. 1h).",

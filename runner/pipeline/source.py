@@ -54,11 +54,11 @@ FIELDS = Spelling(
 
 @dataclass(frozen=True)
 class AttestationSpec:
-    """``spec.verify.attestations[]``: a health attestation the digest must have (promotion)."""
+    """``spec.verify.attestations[]``: an attestation the digest must have (promotion)."""
 
     cluster: str | None
-    #: the attesting runner's key (``key``), or None when it is read from ``secret_ref``
-    policy: attest.KeyPolicies | None = None
+    #: the attester's key (``key``) or keyless identity, or None when keys are read from ``secret_ref``
+    policy: attest.AttestationPolicy | None = None
     secret_ref: str | None = None
     min_age: float = 0.0
     predicate_type: str = "https://lockgate.dev/attestations/healthy/v1"

@@ -8,7 +8,7 @@ import pytest
 
 from lockgate.errors import UsageError
 from lockgate.signing import attest, keys
-from lockgate.signing.policy import KeyPolicy
+from lockgate.signing.policy import KeylessPolicy, KeyPolicy
 from runner.pipeline import config
 
 RUNNER = "apiVersion: lockgate.dev/v1alpha1\nkind: Runner\nspec: {clusterName: production}\n---\n"
@@ -47,11 +47,30 @@ def test_attest_and_requirements_become_options(tmp_path: Path) -> None:
     assert sync.source.needs_secrets
 
 
+def test_a_keyless_requirement_uses_the_syncs_trusted_root(tmp_path: Path) -> None:
+    path = _file(
+        tmp_path,
+        "  verify:\n    insecureSkip: true\n    trustedRoot: root.json\n    attestations:\n"
+        "      - {predicateType: 'https://example.com/qa/v1', identityRegexp: '.*@example[.]com', "
+        "issuer: 'https://issuer.example'}\n",
+    )
+    (sync,) = config.load(path).syncs
+    (need,) = sync.source.attestations
+    assert isinstance(need.policy, KeylessPolicy)
+    assert need.policy.identity.regexp and need.policy.issuer.value == "https://issuer.example"
+    assert need.policy.trusted_root == Path("root.json")
+
+
 @pytest.mark.parametrize(
     ("requirement", "message"),
     [
-        ("{cluster: staging}", "attestations[0] needs exactly one of key and secretRef"),
-        ("{cluster: staging, key: a.pub, secretRef: {name: k}}", "needs exactly one of key and secretRef"),
+        ("{cluster: staging}", "attestations[0] needs exactly one of key, secretRef"),
+        ("{cluster: staging, key: a.pub, secretRef: {name: k}}", "needs exactly one of key, secretRef"),
+        ("{cluster: staging, key: a.pub, identity: a@b, issuer: x}", "and identity/issuer (keyless)"),
+        (
+            "{cluster: staging, identity: ci@example.com}",
+            "exactly one of spec.verify.attestations[0].issuer and spec.verify.attestations[0].issuerRegexp",
+        ),
         ("{secretRef: {name: k}}", "attestations[0].cluster is required for health attestations"),
         (
             "{predicateType: 'https://example.com/qa/v1', secretRef: {name: k}, minAge: 1h}",
