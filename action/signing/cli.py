@@ -85,8 +85,14 @@ def sign(
 
 @click.command("attest")
 @click.argument("reference")
+@click.option("--key", "key_path", type=click.Path(path_type=Path), help="cosign private key file.")
+@click.option("--keyless", is_flag=True, help="Sign with Sigstore using the CI's OIDC identity.")
+@click.option("--identity-token", envvar="SIGSTORE_ID_TOKEN", help="OIDC token for --keyless (else ambient).")
+@click.option("--staging", is_flag=True, help="Use Sigstore's staging instance (testing only).")
 @click.option(
-    "--key", "key_path", type=click.Path(path_type=Path), required=True, help="cosign private key file."
+    "--trust-config",
+    type=click.Path(path_type=Path, exists=True, dir_okay=False),
+    help="Sigstore client trust config of a private Sigstore (--keyless).",
 )
 @click.option(
     "--predicate-type",
@@ -105,17 +111,29 @@ def sign(
 @cliopts.output_option
 def attest(
     reference: str,
-    key_path: Path,
+    key_path: Path | None,
+    keyless: bool,
+    identity_token: str | None,
+    staging: bool,
+    trust_config: Path | None,
     predicate_type: str,
     predicate_path: Path,
     creds: str | None,
     insecure: bool,
     output: str,
 ) -> None:
-    """Attest a predicate about an artifact by digest (e.g. a manual approval), signed with a key."""
+    """Attest a predicate about an artifact by digest (e.g. a manual approval), signed with a
+    key or keyless."""
+    request = commands.SignRequest(
+        key_path=key_path,
+        keyless=keyless,
+        identity_token=identity_token,
+        staging=staging,
+        trust_config=trust_config,
+    )
     result = commands.attest(
         reference,
-        key_path=key_path,
+        request,
         predicate_type=predicate_type,
         predicate=commands.read_predicate(predicate_path),
         creds=creds,
@@ -152,8 +170,8 @@ def attest(
     "--attestation",
     "predicate_type",
     metavar="TYPE",
-    help="Check the attestations of this predicate type (a URI) signed with --key, instead of the "
-    "signature (as cosign verify-attestation --type).",
+    help="Check the attestations of this predicate type (a URI), signed with --key or by the keyless "
+    "identity, instead of the signature (as cosign verify-attestation --type).",
 )
 @cliopts.registry_options
 @cliopts.output_option

@@ -24,7 +24,6 @@ from lockgate.signing import keys
 from lockgate.signing import sign as signing
 from lockgate.signing import verify as verifying
 from lockgate.signing.options import VERIFY_FLAGS, VerifyOptions, build_policy
-from lockgate.signing.policy import KeyPolicy
 from lockgate.signing.sign import SignedArtifact
 from lockgate.signing.verify import VerifiedArtifact
 
@@ -132,19 +131,34 @@ def read_predicate(path: Path) -> dict[str, Any]:
 
 def attest(
     reference: str,
+    request: SignRequest,
     *,
-    key_path: Path,
     predicate_type: str,
     predicate: dict[str, Any],
     creds: str | None,
     insecure: bool,
 ) -> SignedArtifact:
-    """Attest ``predicate`` about the artifact ``reference`` (by digest), signed with the key file."""
+    """Attest ``predicate`` about the artifact ``reference`` (by digest), signed with the key
+    file or keyless, as ``request`` says (annotations do not apply)."""
+    if (request.key_path is None) == (not request.keyless):
+        raise UsageError("pass exactly one of --key FILE or --keyless")
+    if request.key_path is not None and (request.staging or request.trust_config is not None):
+        raise UsageError("--staging and --trust-config apply to --keyless attestations only")
     ref = registry.parse(reference)
     client = cliopts.client_for(ref, creds, insecure)
     if ref.digest is None:
         _refuse_tag(ref, client)
-    key = password.load_private_key(key_path)
+    if request.key_path is None:
+        return attesting.attest_keyless(
+            ref,
+            predicate_type=predicate_type,
+            predicate=predicate,
+            token=request.identity_token,
+            trust_config=request.trust_config,
+            staging=request.staging,
+            client=client,
+        )
+    key = password.load_private_key(request.key_path)
     return attesting.attest_with_key(
         ref, key, predicate_type=predicate_type, predicate=predicate, client=client
     )
@@ -153,11 +167,10 @@ def attest(
 def verify_attestation(
     reference: str, options: VerifyOptions, predicate_type: str, *, creds: str | None, insecure: bool
 ) -> list[attesting.Attestation]:
-    """The attestations of ``predicate_type`` for ``reference`` signed by ``--key``."""
-    if options.keyless or options.key is None:
-        raise UsageError("--attestation is checked with --key only (keyless attestations are not read yet)")
+    """The attestations of ``predicate_type`` for ``reference`` signed as ``options`` say
+    (``--key``, or keyless identity and issuer)."""
     policy = build_policy(options, VERIFY_FLAGS, required=True)
-    assert isinstance(policy, KeyPolicy)
+    assert policy is not None  # required=True raises instead
     ref = registry.parse(reference)
     return attesting.verify_attestation(
         ref, policy, predicate_type, client=cliopts.client_for(ref, creds, insecure)

@@ -63,5 +63,7 @@ def test_attest_refuses_bad_input(registry: Registry, unique: str, tmp_path: Pat
         failed = lockgate("attest", "--key", "cosign.key", "--predicate-type", QA, *extra, cwd=tmp_path)
         assert failed.returncode == ExitCode.USAGE, failed.stderr
         assert message in failed.stderr and "Traceback" not in failed.stderr
-    keyless = lockgate("verify", ref, "--certificate-identity", "a@b", "--attestation", QA, cwd=tmp_path)
-    assert keyless.returncode == ExitCode.USAGE and "--key only" in keyless.stderr
+    half = lockgate("verify", ref, "--certificate-identity", "a@b", "--attestation", QA, cwd=tmp_path)
+    assert half.returncode == ExitCode.USAGE and "--certificate-oidc-issuer" in half.stderr
+    neither = lockgate("attest", ref, "--predicate-type", QA, "--predicate", "ok.json", cwd=tmp_path)
+    assert neither.returncode == ExitCode.USAGE and "exactly one of --key FILE or --keyless" in neither.stderr

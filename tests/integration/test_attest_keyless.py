@@ -8,14 +8,17 @@ identity and issuer must match, the statement must name this digest.
 from __future__ import annotations
 
 import datetime as dt
+import json
 from pathlib import Path
 
 import pytest
 
+from lockgate.errors import ExitCode
 from lockgate.signing import attest, store
 from lockgate.signing.policy import KeylessPolicy, Match
 from tests.integration.signing_support import client_for, digest_of, push_artifact
 from tests.integration.test_promotion import World
+from tests.integration.test_signing_keyless_e2e import lockgate
 from tests.world.kube import Cluster
 from tests.world.registry import Registry
 from tests.world.sigstore import DEFAULT_IDENTITY, SigstoreStack
@@ -101,3 +104,58 @@ def test_a_sync_requires_a_keyless_approval(
     approved = world.run(path)
     assert approved.error is None, approved.error
     assert world.applied("production") == "1.0.0"
+
+
+def test_the_cli_attests_and_verifies_keyless(
+    sigstore_stack: SigstoreStack, registry: Registry, unique: str, tmp_path: Path
+) -> None:
+    ref = push_artifact(registry, unique)
+    (tmp_path / "approval.json").write_text(json.dumps({"approvedBy": "ci"}))
+    made = lockgate(
+        "attest",
+        ref,
+        "--keyless",
+        "--identity-token",
+        sigstore_stack.token(),
+        "--trust-config",
+        str(sigstore_stack.trust_config),
+        "--predicate-type",
+        QA,
+        "--predicate",
+        "approval.json",
+        cwd=tmp_path,
+    )
+    assert made.returncode == 0, made.stderr
+    assert f"signer:    {DEFAULT_IDENTITY} (issuer {sigstore_stack.issuer})" in made.stdout
+    checked = lockgate(
+        "verify",
+        ref,
+        "--attestation",
+        QA,
+        "--certificate-identity",
+        DEFAULT_IDENTITY,
+        "--certificate-oidc-issuer",
+        sigstore_stack.issuer,
+        "--trusted-root",
+        str(sigstore_stack.trusted_root),
+        "-o",
+        "json",
+        cwd=tmp_path,
+    )
+    assert checked.returncode == 0, checked.stderr
+    (found,) = json.loads(checked.stdout)["attestations"]
+    assert found["predicate"] == {"approvedBy": "ci"}
+    stranger = lockgate(
+        "verify",
+        ref,
+        "--attestation",
+        QA,
+        "--certificate-identity",
+        "someone@else.test",
+        "--certificate-oidc-issuer",
+        sigstore_stack.issuer,
+        "--trusted-root",
+        str(sigstore_stack.trusted_root),
+        cwd=tmp_path,
+    )
+    assert stranger.returncode == ExitCode.VERIFICATION, stranger.stderr
