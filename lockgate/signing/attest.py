@@ -13,8 +13,9 @@ Writing the same statement twice adds nothing: a stored bundle whose payload is 
 bytes and verifies with the key is reported ``unchanged``. Reading verifies every bundle
 among the referrers with a key policy and keeps those whose signature verifies and whose
 statement names exactly the digest (a statement copied from another artifact is refused),
-with the reason each other one did not count. Keyless attestations are not read here (the
-runner's attestations are signed with keys); ``lockgate verify`` checks keyless signatures.
+with the reason each other one did not count. With a keyless policy, bundles with a Sigstore
+certificate are verified against the policy's trusted root and identity instead
+(``attest_keyless`` writes them); the runner's own attestations are signed with keys.
 
 The runner's predicates (``HEALTHY`` and ``UNHEALTHY``) record the cluster, the sync, the
 revision, when health was reached (or lost) and the objects' summary; ``Requirement`` is
