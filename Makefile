@@ -23,6 +23,7 @@ system-packages:
 	command -v gpg >/dev/null || missing="$$missing gnupg"; \
 	command -v chromium >/dev/null || missing="$$missing chromium"; \
 	command -v rsync >/dev/null || missing="$$missing rsync"; \
+	command -v jq >/dev/null || missing="$$missing jq"; \
 	if [ -n "$$missing" ]; then \
 	  echo "setup: installing Debian packages:$$missing"; \
 	  if ! { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; }; then \
