@@ -397,7 +397,7 @@ def reconcile(
             # nothing has the evidence yet: nothing is applied, and the parent says why
             result.waiting = result.skipped = waiting.reason
             client = client or Kube.from_kubeconfig(kubeconfig, pool=options.concurrency + 4)
-            _record_waiting(client if guard is None else client.guarded(guard), options, result)
+            _record_waiting(_writer(client, options, result.namespace, guard), options, result)
             return result
         result.url, result.digest, result.revision = fetched.url, fetched.digest, fetched.revision
         result.waiting = fetched.waiting
@@ -414,10 +414,7 @@ def reconcile(
             # the runner's own client, as for secretRefs: the sources live in the runner namespace
             variables = substitute.load_variables(options.post_build, client, result.namespace)
             objects = substitute.apply(objects, variables, always=options.post_build.always)
-        writer = client if guard is None else client.guarded(guard)
-        user = options.impersonated_user(result.namespace)
-        if user is not None:  # a tenant's pass: the API server allows what its RBAC allows
-            writer = writer.impersonating(user)
+        writer = _writer(client, options, result.namespace, guard)
         run = Pass(writer, options, result, request=requested_at)
         result.previous_digest = run.inventory.digest
         result.previous_status = str(run.inventory.last_result.get("status") or "")
@@ -476,12 +473,30 @@ def _attest(
         result.notes.append(f"the failing attestation was not written: {exc.message}")
 
 
+def _writer(client: Kube, options: SyncOptions, namespace: str, guard: Callable[[], None] | None) -> Kube:
+    """The client a pass writes with: guarded, and as the tenant's ServiceAccount when it names one."""
+    writer = client if guard is None else client.guarded(guard)
+    user = options.impersonated_user(namespace)
+    if user is not None:  # a tenant's pass: the API server allows what its RBAC allows
+        writer = writer.impersonating(user)
+    return writer
+
+
 def _record_waiting(kube: Kube, options: SyncOptions, result: Result) -> None:
-    """Tell ``lockgate status`` what the sync waits for (on a parent that exists; never on a dry run)."""
+    """Tell ``lockgate status`` what the sync waits for, in its parent (created for a sync that
+    has applied nothing yet, with no members); never on a dry run. A parent that cannot be
+    written leaves a note: the pass applied nothing either way."""
     if options.dry_run:
         return
-    inventory = store.read(kube, options.name, result.namespace)
-    result.previous_waiting = inventory.waiting
-    if inventory.exists and inventory.waiting != result.waiting:
+    try:
+        inventory = store.read(kube, options.name, result.namespace)
+        result.previous_waiting = inventory.waiting
+        if inventory.waiting == result.waiting:
+            return
         inventory.waiting = result.waiting
-        store.write(kube, inventory, manager=Manager(kube, set_id=inventory.set_id).field_manager)
+        manager = Manager(kube, set_id=inventory.set_id).field_manager
+        if not inventory.exists:
+            store.ensure_namespace(kube, inventory.namespace, manager=manager)
+        store.write(kube, inventory, manager=manager)
+    except LockgateError as exc:
+        result.notes.append(f"what the sync waits for was not recorded: {exc.message.splitlines()[0]}")

@@ -140,6 +140,10 @@ def test_production_follows_staging_after_the_soak(
         "no healthy attestation for staging"
     )
     assert waiting.changeset.entries == [] and world.applied("production") is None
+    # the parent is created to say so (it has no members yet)
+    parent = read(namespace=world.ns("production", "runner"), name="app", kube=world.kube).inventories[0]
+    assert parent.members == {} and parent.waiting == waiting.waiting
+    assert f"waiting:   {waiting.waiting}" in detail(parent)
 
     first = world.run(staging)
     assert first.error is None, first.error
