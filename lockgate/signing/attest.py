@@ -377,7 +377,12 @@ def parse_time(text: object) -> dt.datetime | None:
 def health_predicate(
     *, cluster: str, sync: str, revision: str, healthy: bool, at: dt.datetime, objects: dict[str, int]
 ) -> Json:
-    """The predicate of a runner's health attestation (``HEALTHY`` or ``UNHEALTHY``)."""
+    """The predicate of a runner's health attestation (``HEALTHY`` or ``UNHEALTHY``).
+
+    The time is written in whole seconds, rounded up, so a soak measured from it is never
+    shorter than asked."""
+    if at.microsecond:
+        at = at.replace(microsecond=0) + dt.timedelta(seconds=1)
     return {
         "cluster": cluster,
         "sync": sync,
@@ -443,7 +448,7 @@ def evaluate(requirement: Requirement, found: Found, *, now: dt.datetime) -> Ver
             why += f" ({len(refused)} refused: {refused[0]})"
         return Verdict(False, why)
     age = (now - min(times)).total_seconds()
-    if age < requirement.min_age:
+    if requirement.min_age and age < requirement.min_age:
         left = requirement.min_age - age
         return Verdict(
             False, f"waiting for {requirement.describe()}: {format_duration(left)} left", remaining=left
