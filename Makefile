@@ -26,6 +26,7 @@ system-packages:
 	command -v buildah >/dev/null || missing="$$missing buildah"; \
 	command -v debootstrap >/dev/null || missing="$$missing debootstrap"; \
 	command -v pigz >/dev/null || missing="$$missing pigz"; \
+	command -v jq >/dev/null || missing="$$missing jq"; \
 	if [ -n "$$missing" ]; then \
 	  echo "setup: installing Debian packages:$$missing"; \
 	  if ! { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; }; then \

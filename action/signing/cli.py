@@ -1,4 +1,5 @@
-"""Click commands ``keygen``, ``sign`` and ``verify``: flags in, one library call, a value out.
+"""Click commands ``keygen``, ``sign``, ``attest`` and ``verify``: flags in, one library call,
+a value out.
 
 ``commands`` (and through it the crypto stack) is imported inside each command, so loading
 this module for ``--help`` or for another command costs nothing."""
@@ -89,6 +90,76 @@ def sign(
     )
 
 
+@click.command("attest")
+@click.argument("reference")
+@click.option("--key", "key_path", type=click.Path(path_type=Path), help="cosign private key file.")
+@click.option("--keyless", is_flag=True, help="Sign with Sigstore using the CI's OIDC identity.")
+@click.option("--identity-token", envvar="SIGSTORE_ID_TOKEN", help="OIDC token for --keyless (else ambient).")
+@click.option("--staging", is_flag=True, help="Use Sigstore's staging instance (testing only).")
+@click.option(
+    "--trust-config",
+    type=click.Path(path_type=Path, exists=True, dir_okay=False),
+    help="Sigstore client trust config of a private Sigstore (--keyless).",
+)
+@click.option(
+    "--predicate-type",
+    required=True,
+    metavar="URI",
+    help="The attestation's type, a URI (e.g. https://example.com/attestations/qa-approved/v1).",
+)
+@click.option(
+    "--predicate",
+    "predicate_path",
+    type=click.Path(path_type=Path, allow_dash=True),
+    required=True,
+    help="A file holding the predicate, a JSON object ('-': standard input).",
+)
+@cliopts.registry_options
+@cliopts.output_option
+def attest(
+    reference: str,
+    key_path: Path | None,
+    keyless: bool,
+    identity_token: str | None,
+    staging: bool,
+    trust_config: Path | None,
+    predicate_type: str,
+    predicate_path: Path,
+    creds: str | None,
+    insecure: bool,
+    output: str,
+) -> None:
+    """Attest a predicate about an artifact by digest (e.g. a manual approval), signed with a
+    key or keyless."""
+    from action.signing import commands
+
+    request = commands.SignRequest(
+        key_path=key_path,
+        keyless=keyless,
+        identity_token=identity_token,
+        staging=staging,
+        trust_config=trust_config,
+    )
+    result = commands.attest(
+        reference,
+        request,
+        predicate_type=predicate_type,
+        predicate=commands.read_predicate(predicate_path),
+        creds=creds,
+        insecure=insecure,
+    )
+    _emit(
+        output,
+        result.to_json() | {"predicateType": predicate_type},
+        [
+            f"{'Already attested' if result.already_signed else 'Attested'} {predicate_type} "
+            f"of {result.reference}" + (": nothing added" if result.already_signed else ""),
+            f"  signer:    {result.signer}",
+            f"  stored at: {result.stored_at}",
+        ],
+    )
+
+
 @click.command("verify")
 @click.argument("reference")
 @click.option("--key", "key_path", type=click.Path(path_type=Path), help="cosign public key file.")
@@ -104,6 +175,13 @@ def sign(
     help="Sigstore trusted_root.json (default: the production Sigstore instance).",
 )
 @click.option("--offline", is_flag=True, help="Do not refresh the production trust root over the network.")
+@click.option(
+    "--attestation",
+    "predicate_type",
+    metavar="TYPE",
+    help="Check the attestations of this predicate type (a URI), signed with --key or by the keyless "
+    "identity, instead of the signature (as cosign verify-attestation --type).",
+)
 @cliopts.registry_options
 @cliopts.output_option
 def verify(
@@ -117,11 +195,13 @@ def verify(
     github_ref: str | None,
     trusted_root: Path | None,
     offline: bool,
+    predicate_type: str | None,
     creds: str | None,
     insecure: bool,
     output: str,
 ) -> None:
-    """Verify an artifact's signature; prints the verified digest and who signed it."""
+    """Verify an artifact's signature (or, with --attestation, its attestations); prints the
+    verified digest and who signed it."""
     from action.signing import commands
 
     options = VerifyOptions(
@@ -135,6 +215,19 @@ def verify(
         trusted_root=trusted_root,
         offline=offline,
     )
+    if predicate_type is not None:
+        found = commands.verify_attestation(
+            reference, options, predicate_type, creds=creds, insecure=insecure
+        )
+        text = [f"Verified {len(found)} attestation(s) of type {predicate_type} of {reference}"]
+        for item in found:
+            text += [
+                f"  signed by: {item.signer}",
+                f"  stored at: {item.manifest_digest}",
+                f"  predicate: {json.dumps(item.predicate, sort_keys=True)}",
+            ]
+        _emit(output, {"reference": reference, "attestations": [a.to_json() for a in found]}, text)
+        return
     result = commands.verify(reference, options, creds=creds, insecure=insecure)
     signer = result.signer + (f" (issuer {result.issuer})" if result.issuer else "")
     _emit(

@@ -1,4 +1,4 @@
-"""The signing commands as library calls: ``keygen``, ``sign`` and ``verify`` for the CLI.
+"""The signing commands as library calls: ``keygen``, ``sign``, ``attest`` and ``verify`` for the CLI.
 
 Each takes the options a user gave, checks their combination, and makes the one call into
 the shared ``lockgate.signing`` (keys, sign, verify); the click commands in ``cli`` only
@@ -8,11 +8,13 @@ Each verb imports its own part of ``lockgate.signing``: ``verify`` never loads t
 
 from __future__ import annotations
 
+import json
 import os
+import sys
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from action import cliopts
 from action.signing import password
@@ -22,6 +24,7 @@ from lockgate.signing.options import VERIFY_FLAGS, VerifyOptions, build_policy
 
 if TYPE_CHECKING:
     from lockgate import registry
+    from lockgate.signing.attest import Attestation
     from lockgate.signing.sign import SignedArtifact
     from lockgate.signing.verify import VerifiedArtifact
 
@@ -119,3 +122,73 @@ def verify(reference: str, options: VerifyOptions, *, creds: str | None, insecur
     assert policy is not None  # required=True raises instead
     ref = registry.parse(reference)
     return verifying.verify(ref, policy, client=cliopts.client_for(ref, creds, insecure))
+
+
+def read_predicate(path: Path) -> dict[str, Any]:
+    """The JSON object in ``path`` (``-``: standard input), or a usage error naming it."""
+    where = "standard input" if str(path) == "-" else str(path)
+    try:
+        text = sys.stdin.read() if str(path) == "-" else path.read_text()
+    except OSError as exc:
+        raise UsageError(f"cannot read --predicate {where}: {paths.os_error_message(exc)}") from None
+    try:
+        value = json.loads(text)
+    except ValueError as exc:
+        raise UsageError(f"--predicate {where} is not valid JSON: {exc}") from None
+    if not isinstance(value, dict):
+        raise UsageError(f"--predicate {where} must hold a JSON object, not {type(value).__name__}")
+    return value
+
+
+def attest(
+    reference: str,
+    request: SignRequest,
+    *,
+    predicate_type: str,
+    predicate: dict[str, Any],
+    creds: str | None,
+    insecure: bool,
+) -> SignedArtifact:
+    """Attest ``predicate`` about the artifact ``reference`` (by digest), signed with the key
+    file or keyless, as ``request`` says (annotations do not apply)."""
+    from lockgate import registry
+    from lockgate.signing import attest as attesting
+
+    if (request.key_path is None) == (not request.keyless):
+        raise UsageError("pass exactly one of --key FILE or --keyless")
+    if request.key_path is not None and (request.staging or request.trust_config is not None):
+        raise UsageError("--staging and --trust-config apply to --keyless attestations only")
+    ref = registry.parse(reference)
+    client = cliopts.client_for(ref, creds, insecure)
+    if ref.digest is None:
+        _refuse_tag(ref, client)
+    if request.key_path is None:
+        return attesting.attest_keyless(
+            ref,
+            predicate_type=predicate_type,
+            predicate=predicate,
+            token=request.identity_token,
+            trust_config=request.trust_config,
+            staging=request.staging,
+            client=client,
+        )
+    key = password.load_private_key(request.key_path)
+    return attesting.attest_with_key(
+        ref, key, predicate_type=predicate_type, predicate=predicate, client=client
+    )
+
+
+def verify_attestation(
+    reference: str, options: VerifyOptions, predicate_type: str, *, creds: str | None, insecure: bool
+) -> list[Attestation]:
+    """The attestations of ``predicate_type`` for ``reference`` signed as ``options`` say
+    (``--key``, or keyless identity and issuer)."""
+    from lockgate import registry
+    from lockgate.signing import attest as attesting
+
+    policy = build_policy(options, VERIFY_FLAGS, required=True)
+    assert policy is not None  # required=True raises instead
+    ref = registry.parse(reference)
+    return attesting.verify_attestation(
+        ref, policy, predicate_type, client=cliopts.client_for(ref, creds, insecure)
+    )

@@ -6,7 +6,7 @@ implementation, so both sides pick the same tag.
 """
 
 from lockgate.semver.constraints import Constraints, go_quote
-from lockgate.semver.select import highest_in_range
+from lockgate.semver.select import highest_in_range, in_range_descending
 from lockgate.semver.version import (
     SemverError,
     Version,
@@ -25,6 +25,7 @@ __all__ = [
     "compare_prerelease",
     "go_quote",
     "highest_in_range",
+    "in_range_descending",
     "parse_tag",
     "parse_tag_reference",
     "strict_parse",

@@ -9,7 +9,7 @@ not depend on the order of the input.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 
 from lockgate.semver.constraints import Constraints
 from lockgate.semver.version import Version, parse_tag
@@ -21,11 +21,25 @@ def highest_in_range(constraints: Constraints, tags: Iterable[str]) -> str | Non
     Versions are ordered first and checked from the highest down, so a range is evaluated
     only until the first version it admits: a constraint check costs more than a sort key.
     """
+    best = next(_descending(constraints, tags), None)
+    return None if best is None else best.original
+
+
+def in_range_descending(constraints: Constraints, tags: Iterable[str]) -> list[str]:
+    """Every original tag ``constraints`` admit, the one ``highest_in_range`` elects first
+    (for a caller that needs the highest one meeting a further condition)."""
+    return [version.original for version in _descending(constraints, tags)]
+
+
+def _descending(constraints: Constraints, tags: Iterable[str]) -> Iterator[Version]:
     parsed = sorted((v for v in map(parse_tag, tags) if v is not None), key=_original)
     # highest precedence first; among equals the lexically smallest original (the sort is stable)
     parsed.sort(key=Version.key, reverse=True)
-    best = next((version for version in parsed if constraints.check(version)), None)
-    return None if best is None else best.original
+    seen: set[object] = set()
+    for version in parsed:
+        if constraints.check(version) and version.key() not in seen:
+            seen.add(version.key())
+            yield version
 
 
 def _original(version: Version) -> str:

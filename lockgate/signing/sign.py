@@ -199,9 +199,11 @@ def keyless_bundle(
     staging: bool = False,
     trust_config: Path | None = None,
     name: str | None = None,
+    payload: bytes | None = None,
 ) -> bytes:
-    """Sign the cosign v3 statement for ``digest`` with Sigstore (Fulcio certificate for
-    ``token``, Rekor entry) and return the bundle JSON. This is the only networked step.
+    """Sign the cosign v3 statement for ``digest`` (or the statement ``payload``) with Sigstore
+    (Fulcio certificate for ``token``, Rekor entry) and return the bundle JSON. This is the
+    only networked step.
 
     ``trust_config`` is a Sigstore client trust config (trusted root + signing config, the
     file ``sigstore --trust-config`` takes) for a private Sigstore instance; without it the
@@ -223,7 +225,8 @@ def keyless_bundle(
             config = ClientTrustConfig.staging() if staging else ClientTrustConfig.production()
         context = SigningContext.from_trust_config(config)
         with context.signer(IdentityToken(token)) as signer:
-            bundle = signer.sign_dsse(Statement(statement.build(digest, name=name or digest)))
+            signed = payload if payload is not None else statement.build(digest, name=name or digest)
+            bundle = signer.sign_dsse(Statement(signed))
     except LockgateError:
         raise
     except SigstoreError as exc:

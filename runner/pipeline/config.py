@@ -21,7 +21,7 @@ from lockgate.errors import LockgateError, UsageError
 from lockgate.model import parse_duration
 from lockgate.redact import scrub
 from lockgate.signing.options import Spelling, VerifyOptions, build_policy
-from runner.pipeline import decrypt, notifications, source, substitute
+from runner.pipeline import attesting, decrypt, notifications, source, substitute
 from runner.pipeline.documents import (
     API_VERSION,
     KINDS,
@@ -304,6 +304,7 @@ def _options(sync: _Sync, runner: RunnerSettings, *, dry_run: bool) -> SyncOptio
             spelling=source.FIELDS,
             secret_ref=spec.secret_ref,
             verify_secret_ref=verify.secret_ref,
+            attestations=_attestations(sync),
         ),
         namespace=spec.namespace or runner.namespace,
         target_namespace=spec.target_namespace,
@@ -344,7 +345,74 @@ def _options(sync: _Sync, runner: RunnerSettings, *, dry_run: bool) -> SyncOptio
             check_mac=spec.decryption.check_mac,
         ),
         notify=_providers(sync, runner),
+        attest=None
+        if spec.attest is None or spec.attest.secret_ref is None
+        else attesting.AttestOptions(
+            secret_ref=spec.attest.secret_ref, cluster=runner.cluster_name, on_failure=spec.attest.on_failure
+        ),
     )
+
+
+def _attestations(sync: _Sync) -> tuple[source.AttestationSpec, ...]:
+    """``spec.verify.attestations``: each names exactly one of key and secretRef; a key file is read now."""
+    from lockgate.signing import attest
+    from lockgate.signing.policy import KeyPolicy
+
+    spec = sync.value.spec
+    found = []
+    for number, item in enumerate(spec.verify.attestations):
+        where = sync.where(("spec", "verify", "attestations", number))
+        field = f"spec.verify.attestations[{number}]"
+        keyless = VerifyOptions(
+            identity=item.identity,
+            identity_regexp=item.identity_regexp,
+            issuer=item.issuer,
+            issuer_regexp=item.issuer_regexp,
+            trusted_root=Path(spec.verify.trusted_root) if spec.verify.trusted_root else None,
+        )
+        if [item.key is not None, item.secret_ref is not None, keyless.keyless].count(True) != 1:
+            raise UsageError(
+                f"{where}: {field} needs exactly one of key, secretRef (the attester's public key) "
+                "and identity/issuer (keyless)"
+            )
+        healthy = item.predicate_type == source.AttestationSpec.predicate_type
+        if healthy and not item.cluster:
+            raise UsageError(
+                f"{where}: spec.verify.attestations[{number}].cluster is required for health attestations "
+                "(the attesting Runner's clusterName)"
+            )
+        if not healthy and item.min_age:
+            raise UsageError(
+                f"{where}: spec.verify.attestations[{number}].minAge applies to health attestations only"
+            )
+        policy: attest.AttestationPolicy | None = None
+        if keyless.keyless:
+            spelled = Spelling(
+                key=f"{field}.key",
+                identity=f"{field}.identity",
+                identity_regexp=f"{field}.identityRegexp",
+                issuer=f"{field}.issuer",
+                issuer_regexp=f"{field}.issuerRegexp",
+            )
+            try:
+                policy = build_policy(keyless, spelled)
+            except UsageError as exc:
+                raise UsageError(f"{where}: {exc.message}") from None
+        if item.key is not None:
+            try:
+                policy = KeyPolicy.from_file(Path(item.key))
+            except UsageError as exc:
+                raise UsageError(f"{where}: spec.verify.attestations[{number}].key: {exc.message}") from None
+        found.append(
+            source.AttestationSpec(
+                cluster=item.cluster,
+                policy=policy,
+                secret_ref=item.secret_ref,
+                min_age=item.min_age,
+                predicate_type=item.predicate_type,
+            )
+        )
+    return tuple(found)
 
 
 def _providers(sync: _Sync, runner: RunnerSettings) -> tuple[notifications.Provider, ...]:

@@ -44,6 +44,48 @@ class RunnerMetadata:
 
 
 @dataclass(frozen=True)
+class AttestationRequirement:
+    """Evidence the digest must carry: healthy in another cluster (signed by its runner), or a
+    person's attestation such as a manual approval (issue 16)."""
+
+    cluster: str | None = attr(
+        "cluster",
+        "The attesting runner's clusterName (the Runner document's spec.clusterName); required for "
+        "health attestations, optional for another predicateType (then any cluster counts).",
+    )
+    predicate_type: str = attr(
+        "predicateType",
+        "The attestation's type: the runner's health attestation by default, or the URI a person "
+        "attested with lockgate attest (a manual approval); minAge applies to health attestations only.",
+        default="https://lockgate.dev/attestations/healthy/v1",
+        pattern="^[a-zA-Z][a-zA-Z0-9+.-]*:",
+    )
+    key: str | None = attr("key", "Path of the attester's cosign public key file (PEM).")
+    secret_ref: str | None = attr(
+        "secretRef",
+        "A Secret of the runner namespace whose every *.pub entry is a public key of the attester "
+        "(any one verifying suffices). Read at each pass.",
+        reference=True,
+    )
+    identity: str | None = attr(
+        "identity", "Keyless: the attester's certificate identity (SAN), exactly (instead of a key)."
+    )
+    identity_regexp: str | None = attr(
+        "identityRegexp",
+        "Keyless: the certificate identity, as a Go regular expression over the whole value.",
+    )
+    issuer: str | None = attr("issuer", "Keyless: the OIDC issuer, exactly.")
+    issuer_regexp: str | None = attr("issuerRegexp", "Keyless: the OIDC issuer, as a Go regular expression.")
+    min_age: float = attr(
+        "minAge",
+        "A soak time: the digest must have been healthy there at least this long (e.g. 1h).",
+        default=0.0,
+        duration=True,
+        minimum=0,
+    )
+
+
+@dataclass(frozen=True)
 class Verify:
     """Who must have signed the artifact (cosign key, Sigstore keyless identity, or Secret of keys)."""
 
@@ -64,6 +106,13 @@ class Verify:
         "A Secret whose every *.pub entry is a cosign public key; any one of them verifying suffices "
         "(as Flux's OCIRepository verify.secretRef). Read at each pass.",
         reference=True,
+    )
+    attestations: tuple[AttestationRequirement, ...] = attr(
+        "attestations",
+        "Health attestations the digest must also have, each signed by another cluster's runner "
+        "(promotion): with a tag the digest waits until it has them; with semver the highest "
+        "version that has them wins. A digest attested as failing there is never applied.",
+        factory=tuple,
     )
 
 
@@ -176,6 +225,26 @@ class Notify:
 
 
 @dataclass(frozen=True)
+class Attest:
+    """Sign a health attestation for each digest this sync makes healthy (issue 16)."""
+
+    secret_ref: str | None = attr(
+        "secretRef",
+        "A Secret of the runner namespace holding the runner's cosign private key (entry cosign.key) "
+        "and its password (entry cosign.password). Read when an attestation is written, held in "
+        "memory only.",
+        required=True,
+        reference=True,
+    )
+    on_failure: bool = attr(
+        "onFailure",
+        "Also attest a digest that failed its health checks (predicate "
+        "https://lockgate.dev/attestations/unhealthy/v1), so no downstream runner applies it.",
+        default=False,
+    )
+
+
+@dataclass(frozen=True)
 class SyncSpec:
     """What to keep converged: an OCI artifact, how to verify it, how to apply it, and when."""
 
@@ -262,6 +331,12 @@ class SyncSpec:
         "Decrypt SOPS-encrypted objects (a top-level sops block) and Secret entries holding SOPS "
         "documents with age, before substitution; an object annotated "
         "kustomize.toolkit.fluxcd.io/decrypt: Disabled is left as it is.",
+    )
+    attest: Attest | None = attr(
+        "attest",
+        "Once a digest is healthy here (wait or healthChecks), sign an in-toto attestation "
+        "(https://lockgate.dev/attestations/healthy/v1: clusterName, sync, revision, healthyAt, "
+        "objects) and store it with the artifact, once per digest and cluster.",
     )
     notify: tuple[Notify, ...] = attr(
         "notify",
@@ -372,7 +447,7 @@ class RunnerSettings:
     cluster_name: str = attr(
         "clusterName",
         "This cluster's name in commit status contexts (lockgate/CLUSTER/SYNC), so several "
-        "clusters do not overwrite each other's status.",
+        "clusters do not overwrite each other's status, and in the health attestations it signs.",
         default="default",
         pattern=r"^[^/\s]+$",
     )

@@ -27,7 +27,7 @@ from lockgate.manifests import K8sObject, ObjectKey
 from runner.inventory import events, store
 from runner.kube.client import Kube
 from runner.kube.discovery import Resource
-from runner.pipeline import decrypt, notifications, secretrefs, source, substitute
+from runner.pipeline import attesting, decrypt, notifications, secretrefs, source, substitute
 from runner.pipeline.result import Result
 from runner.plan import history, kinds, placement, prune_plan
 from runner.plan.desired import Desired, prepare
@@ -91,6 +91,8 @@ class SyncOptions:
     decryption: decrypt.Decryption | None = None
     #: where the pass's outcome is reported (``runner.serve.notify`` delivers)
     notify: tuple[notifications.Provider, ...] = ()
+    #: ``spec.attest``: sign a health attestation once the digest is healthy here
+    attest: attesting.AttestOptions | None = None
 
     def impersonated_user(self, namespace: str) -> str | None:
         if not self.service_account_name:
@@ -296,6 +298,7 @@ class Pass:
         self.inventory.digest = self.result.digest
         self.inventory.revision = self.result.revision
         self.inventory.source = self.result.url
+        self.inventory.waiting = self.result.waiting
         self.inventory.last_result = {"status": self.outcome.value, "summary": changeset.summary()}
         if self.rejecting:
             self.inventory.rejected = history.reject(self.inventory.rejected, self.rejecting)
@@ -389,8 +392,16 @@ def reconcile(
         if options.source.needs_secrets:  # credentials or keys from Secrets: the cluster is read first
             client = client or Kube.from_kubeconfig(kubeconfig, context=context, pool=options.concurrency + 4)
             secrets = secretrefs.SecretReader(client, result.namespace)
-        fetched = source.fetch(options.source, client=registry_client, secrets=secrets)
+        try:
+            fetched = source.fetch(options.source, client=registry_client, secrets=secrets)
+        except source.Waiting as waiting:
+            # nothing has the evidence yet: nothing is applied, and the parent says why
+            result.waiting = result.skipped = waiting.reason
+            client = client or Kube.from_kubeconfig(kubeconfig, pool=options.concurrency + 4)
+            _record_waiting(_writer(client, options, result.namespace, guard), options, result)
+            return result
         result.url, result.digest, result.revision = fetched.url, fetched.digest, fetched.revision
+        result.waiting = fetched.waiting
         result.verified_by = fetched.verified_by
         result.source_url, result.source_revision = fetched.source_url, fetched.source_revision
         if not fetched.objects and not options.prune:
@@ -404,13 +415,11 @@ def reconcile(
             # the runner's own client, as for secretRefs: the sources live in the runner namespace
             variables = substitute.load_variables(options.post_build, client, result.namespace)
             objects = substitute.apply(objects, variables, always=options.post_build.always)
-        writer = client if guard is None else client.guarded(guard)
-        user = options.impersonated_user(result.namespace)
-        if user is not None:  # a tenant's pass: the API server allows what its RBAC allows
-            writer = writer.impersonating(user)
+        writer = _writer(client, options, result.namespace, guard)
         run = Pass(writer, options, result, request=requested_at)
         result.previous_digest = run.inventory.digest
         result.previous_status = str(run.inventory.last_result.get("status") or "")
+        result.previous_waiting = run.inventory.waiting
         if rollback.refused(run.inventory, result, retry=retry_rejected or bool(requested_at)):
             return result
         if applying is not None:
@@ -419,9 +428,13 @@ def reconcile(
             run.run(objects)
         except LockgateError as exc:
             run.record_failure(exc)
+            if isinstance(exc, HealthError) and options.attest is not None and options.attest.on_failure:
+                _attest(options, result, client, fetched.client, healthy=False)
             if rollback.wanted(options, run.inventory, exc, result.digest):
                 raise rollback.after_failure(writer, options, run.inventory, result, exc) from exc
             raise
+        if options.attest is not None and run.awaits and not options.dry_run:
+            _attest(options, result, client, fetched.client, healthy=True, fatal=True)
     except LockgateError as exc:
         result.error = exc
     finally:
@@ -429,3 +442,62 @@ def reconcile(
         if client is not None:
             result.requests = client.counts
     return result
+
+
+def _attest(
+    options: SyncOptions,
+    result: Result,
+    kube: Kube,
+    client: registry.RegistryClient | None,
+    *,
+    healthy: bool,
+    fatal: bool = False,
+) -> None:
+    """Write the pass's health attestation; a failure is the pass's error when ``fatal`` (so
+    the pass is retried), else a note (the health failure stays the error)."""
+    assert options.attest is not None
+    try:
+        result.attested = attesting.write(
+            options.attest,
+            sync=options.name,
+            url=result.url,
+            revision=result.revision,
+            health=result.health,
+            healthy=healthy,
+            secrets=secretrefs.SecretReader(kube, result.namespace),
+            client=client,
+        )
+    except LockgateError as exc:
+        if fatal:
+            result.notes.append("applied and healthy, but the health attestation was not written")
+            raise
+        result.notes.append(f"the failing attestation was not written: {exc.message}")
+
+
+def _writer(client: Kube, options: SyncOptions, namespace: str, guard: Callable[[], None] | None) -> Kube:
+    """The client a pass writes with: guarded, and as the tenant's ServiceAccount when it names one."""
+    writer = client if guard is None else client.guarded(guard)
+    user = options.impersonated_user(namespace)
+    if user is not None:  # a tenant's pass: the API server allows what its RBAC allows
+        writer = writer.impersonating(user)
+    return writer
+
+
+def _record_waiting(kube: Kube, options: SyncOptions, result: Result) -> None:
+    """Tell ``lockgate status`` what the sync waits for, in its parent (created for a sync that
+    has applied nothing yet, with no members); never on a dry run. A parent that cannot be
+    written leaves a note: the pass applied nothing either way."""
+    if options.dry_run:
+        return
+    try:
+        inventory = store.read(kube, options.name, result.namespace)
+        result.previous_waiting = inventory.waiting
+        if inventory.waiting == result.waiting:
+            return
+        inventory.waiting = result.waiting
+        manager = Manager(kube, set_id=inventory.set_id).field_manager
+        if not inventory.exists:
+            store.ensure_namespace(kube, inventory.namespace, manager=manager)
+        store.write(kube, inventory, manager=manager)
+    except LockgateError as exc:
+        result.notes.append(f"what the sync waits for was not recorded: {exc.message.splitlines()[0]}")

@@ -20,6 +20,10 @@ def table(result: Result) -> str:
         lines.append(f"  rolled back: {result.rolled_back_from} -> {result.rolled_back_to}")
     if result.skipped:
         lines.append(f"  skipped: {result.skipped}")
+    if result.waiting and result.waiting != result.skipped:
+        lines.append(f"  waiting: {result.waiting}")
+    if result.attested:
+        lines.append(f"  attestation: {result.attested}")
     lines.extend(f"  note: {note}" for note in result.notes)
     requests = sum(result.requests.values())
     lines.append(f"  {requests} API requests in {result.seconds:.1f}s")

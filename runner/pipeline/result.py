@@ -43,6 +43,13 @@ class Result:
     #: the inventory's digest and last result status before this pass (what was reported already)
     previous_digest: str = ""
     previous_status: str = ""
+    #: what the pass waits for: a digest lacking the attestations ``spec.verify.attestations``
+    #: require ("v1.1.0@sha256:...: waiting for healthy in staging, 1h soak: 23m left")
+    waiting: str = ""
+    #: what the inventory said the sync waited for before this pass (what was reported already)
+    previous_waiting: str = ""
+    #: the health attestation this pass wrote (or found already written), ``spec.attest``
+    attested: str = ""
 
     @property
     def ok(self) -> bool:
@@ -71,4 +78,6 @@ class Result:
             "rolledBackFrom": self.rolled_back_from,
             "rolledBackTo": self.rolled_back_to,
             "notes": list(self.notes),
+            "waiting": self.waiting or None,
+            "attested": self.attested or None,
         }

@@ -16,6 +16,8 @@ import binascii
 
 from lockgate.errors import AuthError, LockgateError, UsageError, VerificationError
 from lockgate.registry import credentials
+from lockgate.signing import keys
+from lockgate.signing.keys import PrivateKey
 from lockgate.signing.policy import KeySetPolicy
 from runner.kube.client import Kube
 from runner.kube.discovery import SECRET
@@ -24,6 +26,9 @@ DOCKER_CONFIG_JSON = "kubernetes.io/dockerconfigjson"
 DOCKER_CONFIG_KEY = ".dockerconfigjson"
 CREDENTIALS_FIELD = "spec.secretRef.name"
 KEYS_FIELD = "spec.verify.secretRef.name"
+ATTEST_FIELD = "spec.attest.secretRef.name"
+SIGNING_KEY_ENTRY = "cosign.key"
+SIGNING_PASSWORD_ENTRY = "cosign.password"
 
 
 class SecretReader:
@@ -78,10 +83,10 @@ class SecretReader:
             raise AuthError(f"{where}: {DOCKER_CONFIG_KEY} has no credentials for {host} ({has})")
         return found
 
-    def key_policy(self, name: str) -> KeySetPolicy:
+    def key_policy(self, name: str, *, field: str = KEYS_FIELD) -> KeySetPolicy:
         """Every ``*.pub`` entry of Secret ``name`` as one policy: any key verifying suffices."""
-        where = self.where(name, KEYS_FIELD)
-        data = self.read(name, field=KEYS_FIELD, error=VerificationError)
+        where = self.where(name, field)
+        data = self.read(name, field=field, error=VerificationError)
         pems = {key: value for key, value in data.items() if key.endswith(".pub")}
         if not pems:
             entries = ", ".join(sorted(data)) or "none"
@@ -89,4 +94,18 @@ class SecretReader:
         try:
             return KeySetPolicy.from_pems(pems, source=f"Secret/{self.namespace}/{name}")
         except UsageError as exc:
-            raise VerificationError(f"{exc.message} ({KEYS_FIELD})") from None
+            raise VerificationError(f"{exc.message} ({field})") from None
+
+    def signing_key(self, name: str) -> PrivateKey:
+        """The cosign private key in Secret ``name`` (``cosign.key``, decrypted with ``cosign.password``)."""
+        where = self.where(name, ATTEST_FIELD)
+        data = self.read(name, field=ATTEST_FIELD)
+        missing = [e for e in (SIGNING_KEY_ENTRY, SIGNING_PASSWORD_ENTRY) if e not in data]
+        if missing:
+            entries = ", ".join(sorted(data)) or "none"
+            raise UsageError(f"{where}: has no {' or '.join(missing)} entry (entries: {entries})")
+        return keys.load_private_key(
+            data[SIGNING_KEY_ENTRY],
+            data[SIGNING_PASSWORD_ENTRY],
+            source=f"Secret/{self.namespace}/{name}[{SIGNING_KEY_ENTRY}] ({ATTEST_FIELD})",
+        )

@@ -12,7 +12,7 @@ artifact leaves the cluster as it was; the only cluster reads are the Secrets a 
 from __future__ import annotations
 
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -25,6 +25,8 @@ from lockgate.signing.options import Spelling
 from runner.pipeline.secretrefs import SecretReader
 
 if TYPE_CHECKING:
+    # cryptography and the signing modules cost start-up; imported when a pass verifies
+    from lockgate.signing import attest
     from lockgate.signing.policy import Policy
 
 REVISION_ANNOTATION = "org.opencontainers.image.revision"
@@ -51,6 +53,28 @@ FIELDS = Spelling(
 
 
 @dataclass(frozen=True)
+class AttestationSpec:
+    """``spec.verify.attestations[]``: an attestation the digest must have (promotion)."""
+
+    cluster: str | None
+    #: the attester's key (``key``) or keyless identity, or None when keys are read from ``secret_ref``
+    policy: attest.AttestationPolicy | None = None
+    secret_ref: str | None = None
+    min_age: float = 0.0
+    predicate_type: str = "https://lockgate.dev/attestations/healthy/v1"
+
+
+class Waiting(Exception):
+    """No digest of the source has the attestations required yet: nothing is applied.
+
+    Not a failure (the pass applies nothing and says what it waits for)."""
+
+    def __init__(self, reason: str, *, url: str, digest: str, revision: str) -> None:
+        super().__init__(reason)
+        self.reason, self.url, self.digest, self.revision = reason, url, digest, revision
+
+
+@dataclass(frozen=True)
 class SourceSpec:
     url: str
     semver: str | None = None
@@ -63,10 +87,16 @@ class SourceSpec:
     secret_ref: str | None = None
     #: a Secret of ``*.pub`` cosign keys, any one verifying (``spec.verify.secretRef``); replaces ``policy``
     verify_secret_ref: str | None = None
+    #: health attestations every applied digest must have (``spec.verify.attestations``)
+    attestations: tuple[AttestationSpec, ...] = ()
 
     @property
     def needs_secrets(self) -> bool:
-        return self.secret_ref is not None or self.verify_secret_ref is not None
+        return (
+            self.secret_ref is not None
+            or self.verify_secret_ref is not None
+            or any(a.secret_ref is not None for a in self.attestations)
+        )
 
 
 @dataclass(frozen=True)
@@ -80,6 +110,10 @@ class Fetched:
     objects: list[K8sObject]
     #: the artifact's ``org.opencontainers.image.source`` annotation (the repository it was built from)
     source_url: str = ""
+    #: a newer version in the semver range that still lacks its attestations, and why
+    waiting: str = ""
+    #: the registry client the pass used (its credentials), for writing the pass's attestation
+    client: registry.RegistryClient | None = field(default=None, repr=False, compare=False)
 
     @property
     def url(self) -> str:
@@ -90,12 +124,7 @@ def resolve(spec: SourceSpec, client: registry.RegistryClient) -> registry.Refer
     """The reference with its tag chosen (semver), not yet its digest."""
     ref = registry.parse(spec.url)
     if spec.semver:
-        if ref.digest:
-            raise UsageError("--semver and a digest reference are exclusive: the digest already pins it")
-        try:
-            constraints = semver.Constraints.parse(spec.semver)
-        except semver.SemverError as exc:
-            raise UsageError(f"--semver {spec.semver!r}: {exc}") from None
+        constraints = _constraints(spec, ref)
         tags = client.list_tags(ref.repository)
         tag = semver.highest_in_range(constraints, tags)
         if tag is None:
@@ -104,6 +133,77 @@ def resolve(spec: SourceSpec, client: registry.RegistryClient) -> registry.Refer
             )
         ref = ref.with_tag(tag)
     return ref
+
+
+def _constraints(spec: SourceSpec, ref: registry.Reference) -> semver.Constraints:
+    if ref.digest:
+        raise UsageError("--semver and a digest reference are exclusive: the digest already pins it")
+    try:
+        return semver.Constraints.parse(str(spec.semver))
+    except semver.SemverError as exc:
+        raise UsageError(f"--semver {spec.semver!r}: {exc}") from None
+
+
+def _revision(ref: registry.Reference, digest: str) -> str:
+    return f"{ref.tag}@{digest}" if ref.tag and not ref.digest else digest
+
+
+def _requirements(spec: SourceSpec, secrets: SecretReader | None) -> tuple[attest.Requirement, ...]:
+    from lockgate.signing import attest
+
+    found = []
+    for number, item in enumerate(spec.attestations):
+        policy = item.policy
+        if item.secret_ref is not None:
+            field = f"spec.verify.attestations[{number}].secretRef.name"
+            if secrets is None:
+                raise UsageError(f"{field} names a Secret, but this pass has no cluster to read it from")
+            policy = secrets.key_policy(item.secret_ref, field=field)
+        if policy is None:
+            raise UsageError(f"spec.verify.attestations[{number}]: set key or secretRef")
+        found.append(
+            attest.Requirement(
+                cluster=item.cluster, policy=policy, min_age=item.min_age, predicate_type=item.predicate_type
+            )
+        )
+    return tuple(found)
+
+
+def choose(
+    spec: SourceSpec,
+    client: registry.RegistryClient,
+    requirements: tuple[attest.Requirement, ...],
+) -> tuple[registry.Reference, str, str]:
+    """(reference, digest, what a newer version waits for) of the digest to apply.
+
+    With a tag (or digest) its digest must meet every requirement; with semver the highest
+    version that meets them wins. ``Waiting`` when none does; a digest attested as failing
+    is never chosen."""
+    from lockgate.signing import attest
+
+    ref = registry.parse(spec.url)
+    if spec.semver:
+        constraints = _constraints(spec, ref)
+        candidates = [
+            ref.with_tag(tag)
+            for tag in semver.in_range_descending(constraints, client.list_tags(ref.repository))
+        ]
+    else:
+        candidates = [resolve(spec, client)]
+    newest: tuple[str, str, str] | None = None  # (url, revision, reason) of the highest refused
+    for candidate in candidates:
+        digest = client.resolve(candidate)
+        verdicts = attest.check_requirements(client, candidate.repository, digest, requirements)
+        missing = [v.reason for v in verdicts if not v.ok]
+        if not missing:
+            waiting = "" if newest is None else f"{newest[1]}: {newest[2]}"
+            return candidate, digest, waiting
+        if newest is None:
+            newest = (f"oci://{candidate.name}@{digest}", _revision(candidate, digest), "; ".join(missing))
+    if newest is None:
+        raise ResolveError(f"{ref}: no tag matches the semver range {spec.semver!r}")
+    url, revision, reason = newest
+    raise Waiting(f"{revision}: {reason}", url=url, digest=url.rsplit("@", 1)[1], revision=revision)
 
 
 def _pin(
@@ -184,8 +284,15 @@ def fetch(
     policy = spec.policy
     if spec.verify_secret_ref is not None:
         policy = _reader(spec, secrets).key_policy(spec.verify_secret_ref)
-    ref = resolve(spec, client)
-    digest, signer = _pin(spec, ref, client, policy)
+    waiting = ""
+    if spec.attestations:
+        ref, digest, waiting = choose(spec, client, _requirements(spec, secrets))
+        pinned, signer = _pin(spec, ref.with_digest(digest), client, policy)
+        if pinned != digest:
+            raise VerificationError(f"{ref} moved to {pinned} while its attestations were checked; retry")
+    else:
+        ref = resolve(spec, client)
+        digest, signer = _pin(spec, ref, client, policy)
     with tempfile.TemporaryDirectory(prefix="lockgate-reconcile-") as tmp:
         try:
             pulled = pull.pull(client, ref, Path(tmp) / "artifact", digest=digest)
@@ -197,7 +304,7 @@ def fetch(
                 "artifact`) and reconcile that"
             ) from None
         objects = render_objects(Path(tmp) / "artifact", spec.path)
-    revision = f"{ref.tag}@{digest}" if ref.tag and not ref.digest else digest
+    revision = _revision(ref, digest)
     return Fetched(
         reference=ref,
         digest=digest,
@@ -206,12 +313,24 @@ def fetch(
         verified_by=signer,
         objects=objects,
         source_url=pulled.resolved.manifest.annotations.get(SOURCE_ANNOTATION, ""),
+        waiting=waiting,
+        client=client,
     )
 
 
-def current_digest(spec: SourceSpec, client: registry.RegistryClient) -> str:
+def current_digest(
+    spec: SourceSpec, client: registry.RegistryClient, *, secrets: SecretReader | None = None
+) -> str:
     """The digest the source points to now: one HEAD for a tag, a tag list and a HEAD for semver.
 
-    The cheap check ``serve`` makes between full passes; nothing is pulled or verified.
+    The cheap check ``serve`` makes between full passes; nothing is pulled or verified. With
+    ``attestations`` it is the digest a pass would choose (the attestations are read, so a
+    soak that has passed makes a full pass, and an older version that stays applied does
+    not), or the newest one waiting when none has them (``secrets`` reads their keys).
     """
+    if spec.attestations:
+        try:
+            return choose(spec, client, _requirements(spec, secrets))[1]
+        except Waiting as waiting:
+            return waiting.digest
     return client.resolve(resolve(spec, client))

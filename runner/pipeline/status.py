@@ -96,6 +96,7 @@ def to_json(inventory: Inventory) -> dict[str, Any]:
         "rejected": list(inventory.rejected),
         "requestedAt": inventory.requested_at,
         "lastHandledRequestedAt": inventory.handled_request,
+        "waiting": inventory.waiting or None,
     }
 
 
@@ -127,6 +128,7 @@ def table(listing: store.Listing) -> str:
             ]
         )
     lines = _columns(rows) if listing.inventories else ["no syncs have run in this namespace"]
+    lines.extend(f"{inv.name}: {inv.waiting}" for inv in listing.inventories if inv.waiting)
     lines.extend(f"unreadable: Secret {name}: {why}" for name, why in listing.problems)
     return "\n".join(lines)
 
@@ -145,6 +147,8 @@ def detail(inventory: Inventory) -> str:
         f"  health:    {_health(inventory)}",
         f"  members:   {len(inventory.members)}",
     ]
+    if inventory.waiting:
+        lines.append(f"  waiting:   {inventory.waiting}")
     if inventory.rejected:
         lines.append(f"  rejected:  {', '.join(inventory.rejected)} (rolled back; not applied again)")
     if inventory.request_pending:

@@ -69,6 +69,8 @@ class Inventory:
     handled_request: str = ""
     #: read from the parent's annotation; never written by the runner
     requested_at: str = ""
+    #: a newer digest that lacks the attestations ``spec.verify.attestations`` require, and why
+    waiting: str = ""
     exists: bool = False
 
     @property
@@ -97,6 +99,7 @@ class Inventory:
             "history": [e.to_json() for e in self.history],
             "rejected": list(self.rejected),
             "lastHandledRequestedAt": self.handled_request,
+            **({"waiting": self.waiting} if self.waiting else {}),
         }
 
     def body(self) -> dict[str, Any]:
@@ -162,5 +165,6 @@ def from_secret(secret: dict[str, Any], name: str, namespace: str) -> Inventory:
     inventory.rejected = [str(d) for d in doc.get("rejected") or []]
     inventory.handled_request = str(doc.get("lastHandledRequestedAt", ""))
     inventory.requested_at = str(annotations_of(secret).get(REQUESTED_AT, ""))
+    inventory.waiting = str(doc.get("waiting", ""))
     inventory.exists = True
     return inventory

@@ -116,6 +116,13 @@ class Metrics:
             ["provider", "sync"],
             registry=self.registry,
         )
+        self._waiting = prometheus_client.Gauge(
+            "lockgate_promotion_waiting",
+            "1 while the newest digest of a sync's source lacks the attestations its "
+            "verify.attestations require (or their soak time), else 0; the pass's waiting says which.",
+            sync,
+            registry=self.registry,
+        )
         self._lock = threading.Lock()
         self._info_labels: dict[tuple[str, str], tuple[str, ...]] = {}
         self._settled_digest: dict[tuple[str, str], str] = {}
@@ -127,6 +134,8 @@ class Metrics:
         name, namespace = sync.name, result.namespace or sync.namespace or ""
         self._duration.labels(KIND, name, namespace).observe(max(result.seconds, 0.0))
         self._passes.labels(name, namespace, outcome).inc()
+        if result.digest or result.waiting:  # a full pass (a cheap check knows nothing of attestations)
+            self._waiting.labels(name, namespace).set(1 if result.waiting else 0)
         if outcome not in _SETTLED:
             return
         counts = result.changeset.counts()
@@ -179,7 +188,7 @@ class Metrics:
             for outcome in OUTCOMES:
                 with contextlib.suppress(KeyError):
                     self._passes.remove(name, namespace, outcome)
-            for metric in (self._managed, self._drift):
+            for metric in (self._managed, self._drift, self._waiting):
                 with contextlib.suppress(KeyError):
                     metric.remove(name, namespace)
             with contextlib.suppress(KeyError):

@@ -329,6 +329,12 @@ class Scheduler:
             # a digest rolled back from is not pulled again until a person asks or it changes
             if result.rolled_back_from:
                 state.rejected = (*state.rejected[-4:], result.rolled_back_from)
+            if result.waiting and not result.digest and error is None:
+                # no digest has the attestations required yet: look again at the interval
+                state.reason = result.waiting
+                state.failures = 0
+                state.due = self._next(state)
+                return Outcome(state, SKIPPED, result, reason=result.waiting)
             if result.skipped and result.digest and error is None:
                 state.rejected = (*state.rejected[-4:], result.digest)
                 state.ready = False

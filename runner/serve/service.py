@@ -284,7 +284,10 @@ class Service:
 
     def _check(self, options: pipeline.SyncOptions) -> str:
         client = self._registry(options)
-        return source.current_digest(options.source, client)
+        secrets = None
+        if options.source.attestations:  # their keys may be in Secrets of the runner namespace
+            secrets = secretrefs.SecretReader(self.kube, pipeline.runner_namespace(options.namespace))
+        return source.current_digest(options.source, client, secrets=secrets)
 
     def _run(self, options: pipeline.SyncOptions, requested_by_person: bool, guard: Any) -> Result:
         return self.notifier.around(
@@ -353,6 +356,8 @@ class Service:
             fields["summary"] = result.changeset.summary()
             if result.error is not None:
                 fields["error"] = result.error.message.splitlines()[0]
+            if result.waiting:
+                fields["waiting"] = result.waiting
             self.metrics.observe_pass(options, result, outcome.outcome)
             log.log(
                 logging.WARNING if result.error is not None else logging.INFO,

@@ -43,6 +43,8 @@ RESULT_KEYS = {
     "rolledBackFrom",
     "rolledBackTo",
     "notes",
+    "waiting",
+    "attested",
 }
 COUNT_KEYS = {"created", "configured", "unchanged", "skipped", "deleted"}
 

@@ -19,6 +19,7 @@ STATUS_KEYS = {
     "revision",
     "digest",
     "verifiedBy",
+    "waiting",
     "lastResult",
     "health",
     "members",

@@ -154,5 +154,42 @@ def slack_message(result: Result, *, cluster: str) -> bytes:
     return _dumps({"text": text})
 
 
+#: the event reason of a pass whose newest digest lacks the attestations it requires (promotion)
+WAITING = "PromotionWaiting"
+_COUNTDOWN = re.compile(r": [0-9hms]+ left")
+
+
+def waiting_key(waiting: str) -> str:
+    """What a waiting message is about, without its soak countdown (which changes every pass)."""
+    return _COUNTDOWN.sub("", waiting)
+
+
+def waiting_event(result: Result, *, now: dt.datetime, instance: str = "") -> bytes:
+    """Flux's event JSON for "this digest waits for its attestations" (severity info)."""
+    revision = result.waiting.split(": ", 1)[0]
+    body: dict[str, Any] = {
+        "involvedObject": {
+            "apiVersion": API_VERSION,
+            "kind": KIND,
+            "name": result.name,
+            "namespace": result.namespace,
+        },
+        "severity": "info",
+        "timestamp": now.astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "message": clip(result.waiting, MAX_MESSAGE),
+        "reason": WAITING,
+        "metadata": {k: v for k, v in {"revision": revision, "applied": result.revision}.items() if v},
+        "reportingController": CONTROLLER,
+    }
+    if instance:
+        body["reportingInstance"] = instance
+    return _dumps(body)
+
+
+def slack_waiting(result: Result, *, cluster: str) -> bytes:
+    where = f"{result.namespace}/{result.name}" + (f" on {cluster}" if cluster else "")
+    return _dumps({"text": f":hourglass: {where}: {clip(result.waiting, 300)}"})
+
+
 def _dumps(body: dict[str, Any]) -> bytes:
     return json.dumps(body, separators=(",", ":"), ensure_ascii=False).encode()

@@ -53,6 +53,7 @@ class Notifier:
         self._lock = threading.Lock()
         self._statuses: dict[_StatusKey, tuple[str, str]] = {}
         self._events: dict[tuple[Provider, str], tuple[str, ...]] = {}
+        self._waits: dict[tuple[Provider, str], str] = {}
         self._unannotated: set[tuple[str, str]] = set()
 
     # ---- the pass's hooks ---------------------------------------------------------------
@@ -97,7 +98,13 @@ class Notifier:
 
     def finished(self, options: pipeline.SyncOptions, result: Result) -> None:
         """After a pass: the final status and the events."""
-        if options.dry_run or result.skipped or isinstance(result.error, Abandoned):
+        if options.dry_run or isinstance(result.error, Abandoned):
+            return
+        if result.waiting and result.error is None:
+            for provider in options.notify:
+                if provider.type != "github":  # the waiting digest's commit is not known: not pulled
+                    self._waiting(provider, options, result)
+        if result.skipped:
             return
         for provider in options.notify:
             if provider.type == "github":
@@ -231,6 +238,52 @@ class Notifier:
                 provider=provider.type,
                 sync=options.name,
                 what=f"{'error' if failed else 'info'} event {messages.reason_of(result)}",
+                prepare=prepare,
+                forget=forget,
+            )
+        )
+
+    def _waiting(self, provider: Provider, options: pipeline.SyncOptions, result: Result) -> None:
+        """An event when what the sync waits for changes (not at every pass, nor the countdown);
+        after a restart the inventory's last waiting stands in for the last one sent."""
+        about = messages.waiting_key(result.waiting)
+        key = (provider, options.name)
+        with self._lock:
+            last = self._waits.get(key)
+            self._waits[key] = about
+        if last == about or (last is None and about == messages.waiting_key(result.previous_waiting)):
+            return
+        if provider.type == "slack":
+            body = messages.slack_waiting(result, cluster=self.cluster)
+        else:
+            body = messages.waiting_event(result, now=dt.datetime.now(dt.UTC), instance=self.instance)
+
+        def prepare() -> delivery.Request:
+            secret = self._secret(provider, result) if provider.secret_ref else {}
+            address = secret.get("address", b"").decode().strip() or provider.address
+            if not address:
+                raise UsageError(
+                    f"Secret/{self._namespace(provider, result)}/{provider.secret_ref} ({SECRET_FIELD}): "
+                    "has no 'address' entry, and the provider no address"
+                )
+            headers: dict[str, str] = {}
+            if provider.type == "generic":
+                headers["gotk-component"] = messages.CONTROLLER
+                token = secret.get("token")
+                if token:
+                    headers["X-Signature"] = messages.signature(token.strip(), body)
+            return delivery.Request(address, body, headers)
+
+        def forget() -> None:
+            with self._lock:
+                if self._waits.get(key) == about:
+                    del self._waits[key]
+
+        self.queue.submit(
+            delivery.Job(
+                provider=provider.type,
+                sync=options.name,
+                what=f"info event {messages.WAITING}",
                 prepare=prepare,
                 forget=forget,
             )

@@ -1,0 +1,546 @@
+"""Attestations: signed in-toto statements about an artifact digest, written and read by key.
+
+An attestation is an in-toto Statement v1 whose one subject is the artifact (its repository
+name and manifest digest), with a predicate type and a JSON predicate, in a DSSE envelope
+signed with a cosign key (the signature is over the DSSE pre-authentication encoding). It
+is stored as cosign v3 stores ``cosign attest --key``: a Sigstore bundle v0.3 (a public-key
+hint, no log entry) in a referrer manifest of the digest, with the predicate type in its
+``dev.sigstore.bundle.predicateType`` annotation, listed in the tag-schema fallback index
+when the registry has no referrers API (``store.write_bundle``, as keyless signatures).
+``cosign verify-attestation --key K --type TYPE --insecure-ignore-tlog=true`` accepts it.
+
+Writing the same statement twice adds nothing: a stored bundle whose payload is these very
+bytes and verifies with the key is reported ``unchanged``. Reading verifies every bundle
+among the referrers with a key policy and keeps those whose signature verifies and whose
+statement names exactly the digest (a statement copied from another artifact is refused),
+with the reason each other one did not count. With a keyless policy, bundles with a Sigstore
+certificate are verified against the policy's trusted root and identity instead
+(``attest_keyless`` writes them); the runner's own attestations are signed with keys.
+
+The runner's predicates (``HEALTHY`` and ``UNHEALTHY``) record the cluster, the sync, the
+revision, when health was reached (or lost) and the objects' summary; ``Requirement`` is
+what a consumer asks of them (this cluster, healthy, at least ``min_age`` old, and no
+failing attestation for the same cluster).
+"""
+
+from __future__ import annotations
+
+import base64
+import datetime as dt
+import hashlib
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from cryptography.hazmat.primitives import serialization
+
+from lockgate.errors import LockgateError, RegistryError, UsageError, VerificationError
+from lockgate.registry import Reference, RegistryClient, parse
+from lockgate.signing import keys, layout, statement, store
+from lockgate.signing.policy import KeylessPolicy, KeyPolicy, KeySetPolicy
+from lockgate.signing.sign import SignedArtifact, by_digest
+
+#: "healthy in cluster X": written by the runner once a digest's objects are healthy
+HEALTHY = "https://lockgate.dev/attestations/healthy/v1"
+#: "failed its health checks in cluster X": written when ``attest.onFailure`` is set
+UNHEALTHY = "https://lockgate.dev/attestations/unhealthy/v1"
+BUNDLE_MEDIA_TYPE = layout.BUNDLE_MEDIA_TYPE
+
+Json = dict[str, Any]
+
+
+def statement_bytes(name: str, digest: str, predicate_type: str, predicate: Json) -> bytes:
+    """The in-toto Statement v1 for ``name@digest``, compact with keys in a fixed order."""
+    if not predicate_type or ":" not in predicate_type:
+        raise UsageError(f"predicate type {predicate_type!r} must be a URI (e.g. https://example.com/qa/v1)")
+    algorithm, _, hexdigest = digest.partition(":")
+    doc = {
+        "_type": statement.STATEMENT_TYPE,
+        "subject": [{"name": name, "digest": {algorithm: hexdigest}}],
+        "predicateType": predicate_type,
+        "predicate": predicate,
+    }
+    return json.dumps(doc, separators=(",", ":"), sort_keys=False).encode()
+
+
+def key_bundle(payload: bytes, key: keys.PrivateKey) -> bytes:
+    """A Sigstore bundle v0.3 around the DSSE envelope of ``payload``, signed with ``key``."""
+    signature = keys.sign(key, statement.pae(statement.PAYLOAD_TYPE, payload))
+    der = key.public_key().public_bytes(
+        serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo
+    )
+    doc = {
+        "mediaType": BUNDLE_MEDIA_TYPE,
+        "verificationMaterial": {
+            "publicKey": {"hint": base64.b64encode(hashlib.sha256(der).digest()).decode()}
+        },
+        "dsseEnvelope": {
+            "payload": base64.b64encode(payload).decode(),
+            "payloadType": statement.PAYLOAD_TYPE,
+            "signatures": [{"sig": base64.b64encode(signature).decode()}],
+        },
+    }
+    return json.dumps(doc, separators=(",", ":")).encode()
+
+
+@dataclass(frozen=True)
+class Attestation:
+    """One attestation whose signature verified with a policy's key, for this digest."""
+
+    digest: str
+    predicate_type: str
+    predicate: Json
+    signer: str
+    #: the referrer manifest digest that holds it
+    manifest_digest: str
+    payload: bytes = field(repr=False, default=b"")
+
+    def to_json(self) -> Json:
+        return {
+            "digest": self.digest,
+            "predicateType": self.predicate_type,
+            "predicate": self.predicate,
+            "signer": self.signer,
+            "storedAt": self.manifest_digest,
+        }
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """A bundle that did not count, why, and what it claims to be (unverified: for messages only)."""
+
+    reason: str
+    claimed_type: str | None = None
+    claimed_cluster: str | None = None
+
+    def __str__(self) -> str:
+        return self.reason
+
+
+@dataclass(frozen=True)
+class Found:
+    """What the referrers of a digest hold: verified attestations, and why the others did not count."""
+
+    attestations: list[Attestation]
+    refused: list[Refusal]
+
+    def refusals_about(self, predicate_type: str, cluster: str | None) -> list[Refusal]:
+        """The refusals of bundles that claim to be of ``predicate_type`` (for ``cluster``), or are
+        unreadable: a bundle that is plainly about something else is not worth a message."""
+        return [
+            r
+            for r in self.refused
+            if r.claimed_type in (None, predicate_type)
+            and (cluster is None or r.claimed_cluster in (None, cluster))
+        ]
+
+
+KeyPolicies = KeyPolicy | KeySetPolicy
+#: who must have signed an attestation: a key, one of a set of keys, or a Sigstore identity
+AttestationPolicy = KeyPolicy | KeySetPolicy | KeylessPolicy
+
+
+def _policies(policy: KeyPolicies) -> tuple[KeyPolicy, ...]:
+    return policy.keys if isinstance(policy, KeySetPolicy) else (policy,)
+
+
+def read(client: RegistryClient, repository: str, digest: str, policy: AttestationPolicy) -> Found:
+    """The attestations of ``digest`` signed by one of ``policy``'s keys, or keyless by its
+    identity (any predicate type).
+
+    Cosign v3 signatures (predicate ``https://sigstore.dev/cosign/sign/v1``) are not
+    attestations and are left out without a reason. Registry failures raise."""
+    if isinstance(policy, KeylessPolicy):
+        return _read_keyless(client, repository, digest, policy)
+    found: list[Attestation] = []
+    refused: list[Refusal] = []
+    for bundled in store.read_bundles(client, repository, digest):
+        where = f"referrer {bundled.manifest_digest}"
+        try:
+            attestation = _verified(bundled, digest, _policies(policy))
+        except VerificationError as exc:
+            refused.append(Refusal(f"{where}: {exc.message}", *_claims(bundled.bundle)))
+            continue
+        if attestation is not None:
+            found.append(attestation)
+    return Found(found, refused)
+
+
+def _read_keyless(client: RegistryClient, repository: str, digest: str, policy: KeylessPolicy) -> Found:
+    """Keyless attestations: each bundle with a certificate is verified with sigstore-python
+    against the policy's trusted root and identity, for the type its statement claims."""
+    from dataclasses import replace
+
+    from lockgate.signing import verify
+
+    verifier = None
+    found: list[Attestation] = []
+    refused: list[Refusal] = []
+    for bundled in store.read_bundles(client, repository, digest):
+        where = f"referrer {bundled.manifest_digest}"
+        claimed = _claims(bundled.bundle)
+        if claimed[0] == statement.COSIGN_SIGN_PREDICATE:
+            continue  # a signature, not an attestation
+        try:
+            if bundled.problem or bundled.bundle is None:
+                raise VerificationError(bundled.problem or "no bundle")
+            if bundled.subject_digest != digest:
+                raise VerificationError(f"its subject is {bundled.subject_digest}, not {digest}")
+            document = json.loads(bundled.bundle)
+            if not isinstance(document, dict) or "publicKey" in (document.get("verificationMaterial") or {}):
+                raise VerificationError("it is signed with a key, not keyless")
+            if claimed[0] is None:
+                raise VerificationError("its statement is unreadable")
+            verifier = verifier or verify.trust_root_verifier(policy)
+            identity, issuer = verify.verify_keyless_bundle(
+                bundled.bundle, replace(policy, predicate_type=claimed[0]), digest=digest, verifier=verifier
+            )
+        except (VerificationError, ValueError) as exc:
+            message = exc.message if isinstance(exc, VerificationError) else "the bundle is not valid JSON"
+            refused.append(Refusal(f"{where}: {message}", *claimed))
+            continue
+        payload = statement.envelope_of(document).payload
+        predicate = json.loads(payload).get("predicate")
+        found.append(
+            Attestation(
+                digest=digest,
+                predicate_type=claimed[0],
+                predicate=predicate if isinstance(predicate, dict) else {},
+                signer=identity + (f" (issuer {issuer})" if issuer else ""),
+                manifest_digest=bundled.manifest_digest,
+                payload=payload,
+            )
+        )
+    return Found(found, refused)
+
+
+def _claims(bundle: bytes | None) -> tuple[str | None, str | None]:
+    """(predicate type, cluster) a bundle's statement claims, unverified; None where unreadable."""
+    try:
+        envelope = statement.envelope_of(json.loads(bundle or b""))
+        doc = json.loads(envelope.payload)
+        predicate = doc.get("predicate") or {}
+        cluster = predicate.get("cluster") if isinstance(predicate, dict) else None
+        return str(doc["predicateType"]), None if cluster is None else str(cluster)
+    except (ValueError, KeyError, TypeError, AttributeError, VerificationError):
+        return None, None
+
+
+def _verified(
+    bundled: store.StoredBundle, digest: str, policies: tuple[KeyPolicy, ...]
+) -> Attestation | None:
+    if bundled.problem or bundled.bundle is None:
+        raise VerificationError(bundled.problem or "no bundle")
+    if bundled.subject_digest != digest:
+        raise VerificationError(f"its subject is {bundled.subject_digest}, not {digest}")
+    try:
+        bundle = json.loads(bundled.bundle)
+    except ValueError:
+        raise VerificationError("the bundle is not valid JSON") from None
+    if not isinstance(bundle, dict):
+        raise VerificationError("the bundle is not a JSON object")
+    if "publicKey" not in (bundle.get("verificationMaterial") or {}):
+        raise VerificationError("it is signed with a certificate (keyless), not with a key")
+    envelope = statement.envelope_of(bundle)
+    if envelope.payload_type != statement.PAYLOAD_TYPE:
+        raise VerificationError(f"the envelope holds {envelope.payload_type!r}, not an in-toto statement")
+    signed_by = None
+    for policy in policies:
+        for signature in envelope.signatures:
+            try:
+                keys.check_signature(
+                    policy.key, signature, statement.pae(envelope.payload_type, envelope.payload)
+                )
+            except VerificationError:
+                continue
+            signed_by = policy
+            break
+        if signed_by is not None:
+            break
+    if signed_by is None:
+        raise VerificationError("not signed by " + ", ".join(p.source for p in policies))
+    try:
+        doc = json.loads(envelope.payload)
+        predicate_type = str(doc["predicateType"])
+        predicate = doc.get("predicate")
+    except (ValueError, KeyError, TypeError):
+        raise VerificationError("the signed statement is not valid JSON with a predicateType") from None
+    if predicate_type == statement.COSIGN_SIGN_PREDICATE:
+        return None  # a signature, not an attestation
+    # the subject must be this very digest: a statement copied from another artifact is refused
+    statement.check(envelope.payload_type, envelope.payload, digest=digest, predicate_type=predicate_type)
+    return Attestation(
+        digest=digest,
+        predicate_type=predicate_type,
+        predicate=predicate if isinstance(predicate, dict) else {},
+        signer=f"key {keys.key_id(signed_by.key)} ({signed_by.source})",
+        manifest_digest=bundled.manifest_digest,
+        payload=envelope.payload,
+    )
+
+
+def attest_with_key(
+    reference: Reference | str,
+    key: keys.PrivateKey,
+    *,
+    predicate_type: str,
+    predicate: Json,
+    client: RegistryClient | None = None,
+    created: dt.datetime | None = None,
+) -> SignedArtifact:
+    """Attest ``predicate`` about the manifest ``reference`` names (by digest), signed with ``key``.
+
+    The same statement already stored and signed by this key is not written again
+    (``status == "unchanged"``)."""
+    ref = by_digest(reference, hint="; attest the digest you checked")
+    client = client or RegistryClient.for_reference(ref)
+    digest = client.resolve(ref)
+    payload = statement_bytes(ref.name, digest, predicate_type, predicate)
+    public = key.public_key()
+    signer = f"key {keys.key_id(public)}"
+    for existing in read(client, ref.repository, digest, KeyPolicy(public, "the signing key")).attestations:
+        if existing.payload == payload:
+            return SignedArtifact(
+                reference=str(ref),
+                digest=digest,
+                mode="attestation",
+                signer=signer,
+                stored_at=str(ref.with_digest(existing.manifest_digest)),
+                status="unchanged",
+            )
+    when = (created or dt.datetime.now(dt.UTC)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    referrer = store.write_bundle(
+        client, ref.repository, digest, key_bundle(payload, key), predicate_type=predicate_type, created=when
+    )
+    return SignedArtifact(
+        reference=str(ref),
+        digest=digest,
+        mode="attestation",
+        signer=signer,
+        stored_at=str(ref.with_digest(referrer)),
+    )
+
+
+def attest_keyless(
+    reference: Reference | str,
+    *,
+    predicate_type: str,
+    predicate: Json,
+    token: str | None = None,
+    trust_config: Path | None = None,
+    staging: bool = False,
+    client: RegistryClient | None = None,
+) -> SignedArtifact:
+    """Attest ``predicate`` keyless: the OIDC identity's Fulcio certificate signs the statement,
+    Rekor logs it, and the bundle is stored like a key-signed one. Each is new evidence (a new
+    certificate and log entry), so it is always written."""
+    from lockgate.signing import sign
+
+    ref = by_digest(reference, hint="; attest the digest you checked")
+    client = client or RegistryClient.for_reference(ref)
+    digest = client.resolve(ref)
+    payload = statement_bytes(ref.name, digest, predicate_type, predicate)
+    bundle = sign.keyless_bundle(
+        digest, token or sign.ambient_token(), staging=staging, trust_config=trust_config, payload=payload
+    )
+    when = dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    referrer = store.write_bundle(
+        client, ref.repository, digest, bundle, predicate_type=predicate_type, created=when
+    )
+    return SignedArtifact(
+        reference=str(ref),
+        digest=digest,
+        mode="attestation (keyless)",
+        signer=sign.bundle_signer(bundle),
+        stored_at=str(ref.with_digest(referrer)),
+    )
+
+
+# -- the runner's health predicates and what a consumer requires of them ----------------------
+
+
+def timestamp(when: dt.datetime) -> str:
+    return when.astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def parse_time(text: object) -> dt.datetime | None:
+    if not isinstance(text, str):
+        return None
+    try:
+        when = dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return when if when.tzinfo else when.replace(tzinfo=dt.UTC)
+
+
+def health_predicate(
+    *, cluster: str, sync: str, revision: str, healthy: bool, at: dt.datetime, objects: dict[str, int]
+) -> Json:
+    """The predicate of a runner's health attestation (``HEALTHY`` or ``UNHEALTHY``).
+
+    The time is written in whole seconds, rounded up, so a soak measured from it is never
+    shorter than asked."""
+    if at.microsecond:
+        at = at.replace(microsecond=0) + dt.timedelta(seconds=1)
+    return {
+        "cluster": cluster,
+        "sync": sync,
+        "revision": revision,
+        ("healthyAt" if healthy else "failedAt"): timestamp(at),
+        "objects": dict(objects),
+    }
+
+
+@dataclass(frozen=True)
+class Requirement:
+    """A digest must be attested by ``policy``'s key: healthy in ``cluster``, at least ``min_age``
+    ago (the runner's ``HEALTHY``), or any attestation of another ``predicate_type`` (a manual
+    approval made with ``lockgate attest``), for ``cluster`` when one is named."""
+
+    cluster: str | None
+    policy: AttestationPolicy
+    min_age: float = 0.0
+    predicate_type: str = HEALTHY
+
+    def describe(self) -> str:
+        if self.predicate_type != HEALTHY:
+            return f"{self.predicate_type}" + (f" for {self.cluster}" if self.cluster else "")
+        soak = f", {format_duration(self.min_age)} soak" if self.min_age else ""
+        return f"healthy in {self.cluster}{soak}"
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """Whether a digest meets a requirement; if not, what it is waiting for and for how long."""
+
+    ok: bool
+    reason: str = ""
+    #: seconds until the soak has passed (None: no healthy attestation yet, or refused for good)
+    remaining: float | None = None
+    #: a failing attestation exists: the digest is excluded, not merely waiting
+    excluded: bool = False
+
+
+def evaluate(requirement: Requirement, found: Found, *, now: dt.datetime) -> Verdict:
+    """Check one requirement against the verified attestations of one digest."""
+    if requirement.predicate_type != HEALTHY:
+        return _evaluate_other(requirement, found)
+    mine = [a for a in found.attestations if a.predicate.get("cluster") == requirement.cluster]
+    failing = [a for a in mine if a.predicate_type == UNHEALTHY]
+    if failing:
+        at = failing[0].predicate.get("failedAt", "?")
+        return Verdict(
+            False, f"attested as failing its health checks in {requirement.cluster} at {at}", excluded=True
+        )
+    healthy = [a for a in mine if a.predicate_type == HEALTHY]
+    times = [t for t in (parse_time(a.predicate.get("healthyAt")) for a in healthy) if t is not None]
+    if not times:
+        others = sorted(
+            {str(a.predicate.get("cluster")) for a in found.attestations if a.predicate_type == HEALTHY}
+            - {requirement.cluster}
+        )
+        why = f"waiting for {requirement.describe()}: no healthy attestation for {requirement.cluster}"
+        refused = found.refusals_about(HEALTHY, requirement.cluster)
+        if others:
+            why += f" (only for {', '.join(others)})"
+        elif refused:
+            why += f" ({len(refused)} refused: {refused[0]})"
+        return Verdict(False, why)
+    age = (now - min(times)).total_seconds()
+    if requirement.min_age and age < requirement.min_age:
+        left = requirement.min_age - age
+        return Verdict(
+            False, f"waiting for {requirement.describe()}: {format_duration(left)} left", remaining=left
+        )
+    return Verdict(True)
+
+
+def _evaluate_other(requirement: Requirement, found: Found) -> Verdict:
+    typed = [a for a in found.attestations if a.predicate_type == requirement.predicate_type]
+    if requirement.cluster:
+        typed = [a for a in typed if a.predicate.get("cluster") == requirement.cluster]
+    if typed:
+        return Verdict(True)
+    why = f"waiting for {requirement.describe()}: no such attestation"
+    refused = found.refusals_about(requirement.predicate_type, requirement.cluster)
+    if refused:
+        why += f" ({len(refused)} refused: {refused[0]})"
+    return Verdict(False, why)
+
+
+def format_duration(seconds: float) -> str:
+    seconds = max(0, int(seconds + 0.999))
+    hours, rest = divmod(seconds, 3600)
+    minutes, secs = divmod(rest, 60)
+    if hours:
+        return f"{hours}h{minutes}m" if minutes else f"{hours}h"
+    if minutes:
+        return f"{minutes}m{secs}s" if secs and minutes < 10 else f"{minutes}m"
+    return f"{secs}s"
+
+
+def check_requirements(
+    client: RegistryClient,
+    repository: str,
+    digest: str,
+    requirements: tuple[Requirement, ...],
+    *,
+    now: dt.datetime | None = None,
+) -> list[Verdict]:
+    """The verdict of each requirement for ``digest`` (reads the referrers once per key policy).
+
+    A registry failure is a ``VerificationError``: requirements fail closed."""
+    when = now or dt.datetime.now(dt.UTC)
+    cache: dict[int, Found] = {}
+    verdicts = []
+    try:
+        for requirement in requirements:
+            found = cache.get(id(requirement.policy))
+            if found is None:
+                found = cache[id(requirement.policy)] = read(client, repository, digest, requirement.policy)
+            verdicts.append(evaluate(requirement, found, now=when))
+    except (RegistryError, LockgateError) as exc:
+        if isinstance(exc, VerificationError):
+            raise
+        raise VerificationError(
+            f"cannot read the attestations of {repository}@{digest}: {exc.message}; refusing it"
+        ) from exc
+    return verdicts
+
+
+def verify_attestation(
+    reference: Reference | str,
+    policy: AttestationPolicy,
+    predicate_type: str,
+    *,
+    client: RegistryClient | None = None,
+) -> list[Attestation]:
+    """The attestations of ``predicate_type`` for the digest ``reference`` names, signed by
+    ``policy``; a ``VerificationError`` saying why when there is none."""
+    ref = parse(reference) if isinstance(reference, str) else reference
+    client = client or RegistryClient.for_reference(ref)
+    try:
+        digest = client.resolve(ref)
+        found = read(client, ref.repository, digest, policy)
+    except LockgateError as exc:
+        if isinstance(exc, VerificationError):
+            raise
+        raise VerificationError(
+            f"cannot verify the attestations of {ref}: {exc.message}; refusing it"
+        ) from exc
+    matching = [a for a in found.attestations if a.predicate_type == predicate_type]
+    if matching:
+        return matching
+    others = sorted({a.predicate_type for a in found.attestations})
+    lines = [f"{ref.name}@{digest} has no attestation of type {predicate_type} signed by {_source(policy)}"]
+    if others:
+        lines.append(f"  signed attestations of other types: {', '.join(others)}")
+    lines.extend(f"  - {reason}" for reason in found.refusals_about(predicate_type, None))
+    raise VerificationError("\n".join(lines))
+
+
+def _source(policy: AttestationPolicy) -> str:
+    if isinstance(policy, KeylessPolicy):
+        return f"identity {policy.identity} (issuer {policy.issuer})"
+    return policy.source
