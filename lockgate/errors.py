@@ -35,6 +35,9 @@ class LockgateError(Exception):
     """Base of every error lockgate reports to a user; its message is scrubbed of credentials."""
 
     exit_code: ExitCode = ExitCode.FAILURE
+    #: the command already printed its result as JSON, the error included (``-o json``), so
+    #: the CLI root prints no second JSON document for it
+    json_reported: bool = False
 
     def __init__(self, message: str) -> None:
         # credentials never leave in a message: URL userinfo, token parameters, auth headers

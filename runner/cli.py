@@ -164,6 +164,7 @@ def reconcile(
             click.echo(report.table(result))
     failed: LockgateError | None = next((r.error for r in results if r.error is not None), None)
     if failed is not None:
+        failed.json_reported = output == "json"
         raise failed
 
 

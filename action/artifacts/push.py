@@ -220,8 +220,6 @@ class PartialPush(LockgateError):
             else f"{failed}: {error.message}{rest}"
         )
         self.results, self.failed, self.error, self.left = list(results), failed, error, list(left)
-        #: set by the CLI once it printed the outcome as JSON
-        self.json_reported = False
 
 
 def expand_each(pattern: str, target_template: str) -> list[tuple[str, registry.Reference]]:

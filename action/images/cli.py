@@ -76,6 +76,7 @@ def scan_command(path: Path, output: str, page_size: int, secrets_dir: Path | No
     click.echo(json.dumps(rows, indent=2) if output == "json" else _scan_table(rows))
     failure = report.failure("scan")
     if failure is not None:
+        failure.json_reported = output == "json"
         raise failure
 
 
@@ -163,4 +164,5 @@ def update_command(
         _update_summary(report, dry_run)
     failure = report.failure(strict=strict)
     if failure is not None:
+        failure.json_reported = output == "json"
         raise failure

@@ -104,4 +104,5 @@ def rollback_(name: str, config_path: Path, to: str | None, kubeconfig: Path | N
     result = leases.rollback(keeper, syncs[name], to=to, kubeconfig=kubeconfig)
     click.echo(json.dumps(result.to_json(), indent=2) if output == "json" else report.table(result))
     if result.error is not None:
+        result.error.json_reported = output == "json"
         raise result.error
