@@ -7,17 +7,46 @@ this module for ``--help`` or for another command costs nothing."""
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import click
 
 from action import cliopts
 from lockgate.signing.options import VerifyOptions
 
+F = TypeVar("F", bound=Callable[..., Any])
+
 
 def _emit(output: str, value: dict[str, Any], text: list[str]) -> None:
     click.echo(json.dumps(value, indent=2) if output == "json" else "\n".join(text))
+
+
+def _signer_options(func: F) -> F:
+    """How ``sign`` and ``attest`` sign: ``--key FILE``, or ``--keyless`` with its token and trust."""
+    for option in reversed(
+        (
+            click.option(
+                "--key", "key_path", type=click.Path(path_type=Path), help="cosign private key file."
+            ),
+            click.option("--keyless", is_flag=True, help="Sign with Sigstore using the CI's OIDC identity."),
+            click.option(
+                "--identity-token",
+                envvar="SIGSTORE_ID_TOKEN",
+                help="OIDC token for --keyless (else ambient).",
+            ),
+            click.option("--staging", is_flag=True, help="Use Sigstore's staging instance (testing only)."),
+            click.option(
+                "--trust-config",
+                type=click.Path(path_type=Path, exists=True, dir_okay=False),
+                help="Sigstore client trust config (trusted root + signing config) of a private Sigstore "
+                "(--keyless).",
+            ),
+        )
+    ):
+        func = option(func)
+    return func
 
 
 @click.command("keygen")
@@ -35,15 +64,7 @@ def keygen(output_key_prefix: str, force: bool) -> None:
 
 @click.command("sign")
 @click.argument("reference")
-@click.option("--key", "key_path", type=click.Path(path_type=Path), help="cosign private key file.")
-@click.option("--keyless", is_flag=True, help="Sign with Sigstore using the CI's OIDC identity.")
-@click.option("--identity-token", envvar="SIGSTORE_ID_TOKEN", help="OIDC token for --keyless (else ambient).")
-@click.option("--staging", is_flag=True, help="Use Sigstore's staging instance (testing only).")
-@click.option(
-    "--trust-config",
-    type=click.Path(path_type=Path, exists=True, dir_okay=False),
-    help="Sigstore client trust config (trusted root + signing config) of a private Sigstore (--keyless).",
-)
+@_signer_options
 @click.option(
     "--annotation",
     "-a",
@@ -92,15 +113,7 @@ def sign(
 
 @click.command("attest")
 @click.argument("reference")
-@click.option("--key", "key_path", type=click.Path(path_type=Path), help="cosign private key file.")
-@click.option("--keyless", is_flag=True, help="Sign with Sigstore using the CI's OIDC identity.")
-@click.option("--identity-token", envvar="SIGSTORE_ID_TOKEN", help="OIDC token for --keyless (else ambient).")
-@click.option("--staging", is_flag=True, help="Use Sigstore's staging instance (testing only).")
-@click.option(
-    "--trust-config",
-    type=click.Path(path_type=Path, exists=True, dir_okay=False),
-    help="Sigstore client trust config of a private Sigstore (--keyless).",
-)
+@_signer_options
 @click.option(
     "--predicate-type",
     required=True,

@@ -213,20 +213,7 @@ class Notifier:
             body = messages.flux_event(result, now=dt.datetime.now(dt.UTC), instance=self.instance)
 
         def prepare() -> delivery.Request:
-            secret = self._secret(provider, result) if provider.secret_ref else {}
-            address = secret.get("address", b"").decode().strip() or provider.address
-            if not address:
-                raise UsageError(
-                    f"Secret/{self._namespace(provider, result)}/{provider.secret_ref} ({SECRET_FIELD}): "
-                    "has no 'address' entry, and the provider no address"
-                )
-            headers: dict[str, str] = {}
-            if provider.type == "generic":
-                headers["gotk-component"] = messages.CONTROLLER
-                key = secret.get("token")
-                if key:
-                    headers["X-Signature"] = messages.signature(key.strip(), body)
-            return delivery.Request(address, body, headers)
+            return self._event_request(provider, result, body)
 
         def forget() -> None:
             with self._lock:
@@ -242,6 +229,24 @@ class Notifier:
                 forget=forget,
             )
         )
+
+    def _event_request(self, provider: Provider, result: Result, body: bytes) -> delivery.Request:
+        """The POST of a generic or Slack event: the address (a Secret's wins) and, for generic,
+        Flux's component header and the HMAC signature when the Secret has a token."""
+        secret = self._secret(provider, result) if provider.secret_ref else {}
+        address = secret.get("address", b"").decode().strip() or provider.address
+        if not address:
+            raise UsageError(
+                f"Secret/{self._namespace(provider, result)}/{provider.secret_ref} ({SECRET_FIELD}): "
+                "has no 'address' entry, and the provider no address"
+            )
+        headers: dict[str, str] = {}
+        if provider.type == "generic":
+            headers["gotk-component"] = messages.CONTROLLER
+            token = secret.get("token")
+            if token:
+                headers["X-Signature"] = messages.signature(token.strip(), body)
+        return delivery.Request(address, body, headers)
 
     def _waiting(self, provider: Provider, options: pipeline.SyncOptions, result: Result) -> None:
         """An event when what the sync waits for changes (not at every pass, nor the countdown);
@@ -259,20 +264,7 @@ class Notifier:
             body = messages.waiting_event(result, now=dt.datetime.now(dt.UTC), instance=self.instance)
 
         def prepare() -> delivery.Request:
-            secret = self._secret(provider, result) if provider.secret_ref else {}
-            address = secret.get("address", b"").decode().strip() or provider.address
-            if not address:
-                raise UsageError(
-                    f"Secret/{self._namespace(provider, result)}/{provider.secret_ref} ({SECRET_FIELD}): "
-                    "has no 'address' entry, and the provider no address"
-                )
-            headers: dict[str, str] = {}
-            if provider.type == "generic":
-                headers["gotk-component"] = messages.CONTROLLER
-                token = secret.get("token")
-                if token:
-                    headers["X-Signature"] = messages.signature(token.strip(), body)
-            return delivery.Request(address, body, headers)
+            return self._event_request(provider, result, body)
 
         def forget() -> None:
             with self._lock:
