@@ -130,7 +130,8 @@ def read_predicate(path: Path) -> dict[str, Any]:
     try:
         text = sys.stdin.read() if str(path) == "-" else path.read_text()
     except OSError as exc:
-        raise UsageError(f"cannot read --predicate {where}: {paths.os_error_message(exc)}") from None
+        reason = (exc.strerror or type(exc).__name__).lower()
+        raise UsageError(f"cannot read --predicate {where}: {reason}") from None
     try:
         value = json.loads(text)
     except ValueError as exc:

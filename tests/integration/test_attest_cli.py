@@ -57,7 +57,10 @@ def test_attest_refuses_bad_input(registry: Registry, unique: str, tmp_path: Pat
         ((registry.oci(unique, ":latest"), "--predicate", "ok.json"), "by digest"),
         ((ref, "--predicate", "list.json"), "must hold a JSON object"),
         ((ref, "--predicate", "broken.json"), "broken.json is not valid JSON"),
-        ((ref, "--predicate", "missing.json"), "cannot read --predicate missing.json"),
+        (
+            (ref, "--predicate", "missing.json"),
+            "cannot read --predicate missing.json: no such file or directory",
+        ),
     ]
     for extra, message in cases:
         failed = lockgate("attest", "--key", "cosign.key", "--predicate-type", QA, *extra, cwd=tmp_path)
