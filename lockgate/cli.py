@@ -134,7 +134,7 @@ def _plugin(name: str) -> str | None:
     return None
 
 
-@click.group(cls=CommandTree, context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(cls=CommandTree, context_settings=output.CONTEXT_SETTINGS)
 @click.version_option(__version__, prog_name="lockgate", message="%(prog)s %(version)s")
 def root() -> None:
     """CI-native GitOps: signed Gitless OCI artifacts from CI, one-pass reconcile in the cluster."""

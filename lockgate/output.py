@@ -17,6 +17,11 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 ALIASES = {"text": "table"}
 
+#: ``-h`` as well as ``--help``: the root's settings, and those of a group that may run on its
+#: own (click keeps a command's help option once made, so a group invoked without the root,
+#: as in a test, must not leave its commands without ``-h``)
+CONTEXT_SETTINGS: dict[str, Any] = {"help_option_names": ["-h", "--help"]}
+
 
 class OutputFormat(click.Choice[str]):
     """``table`` or ``json``; ``text`` is accepted as ``table``."""

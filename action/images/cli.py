@@ -36,7 +36,7 @@ _SECRETS = click.option(
 )
 
 
-@click.group()
+@click.group(context_settings=output.CONTEXT_SETTINGS)
 def images() -> None:
     """Scan registries for new image tags and update setter markers."""
 

@@ -73,8 +73,8 @@ class World:
 
     def push(self, version: str, *, broken: bool = False) -> str:
         objects: list[dict[str, Any]] = [configmap("app", "default", {"version": version})]
-        if broken:  # no controllers in this cluster: a Deployment never becomes available
-            objects.append(deployment("web", "default"))
+        if broken:  # asks for a node no cluster has: unavailable with or without controllers
+            objects.append(deployment("web", "default", node_selector={"no-such-node": "true"}))
         return push_tree(self.registry, self.repo, {"app.yaml": dump(*objects)}, tag=version)
 
     def config(self, env: str, **spec: Any) -> Path:
