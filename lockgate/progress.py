@@ -24,10 +24,13 @@ _NEVER = float("inf")
 class Task:
     """One piece of work, ``done`` out of ``total`` (``None``: unknown) in ``unit``."""
 
-    __slots__ = ("_drawn", "_next", "_out", "done", "label", "total", "unit")
+    __slots__ = ("_drawn", "_interval", "_next", "_out", "done", "label", "total", "unit")
 
-    def __init__(self, out: TextIO | None, label: str, total: int | None, unit: str) -> None:
+    def __init__(
+        self, out: TextIO | None, label: str, total: int | None, unit: str, interval: float = INTERVAL
+    ) -> None:
         self._out = out
+        self._interval = interval
         self.label, self.total, self.unit = label, total, unit
         self.done = 0
         self._drawn = False
@@ -37,7 +40,7 @@ class Task:
     def advance(self, amount: int = 1) -> None:
         self.done += amount
         if self._next is not _NEVER and (now := time.monotonic()) >= self._next:
-            self._next = now + INTERVAL
+            self._next = now + self._interval
             self._draw()
 
     def _draw(self) -> None:
@@ -67,15 +70,16 @@ def render(label: str, done: int, total: int | None, unit: str) -> str:
 class Progress:
     """Hands out tasks that draw on ``out``, or silent ones when ``out`` is None."""
 
-    def __init__(self, out: TextIO | None = None) -> None:
+    def __init__(self, out: TextIO | None = None, *, interval: float = INTERVAL) -> None:
         self.out = out
+        self.interval = interval
 
     @property
     def enabled(self) -> bool:
         return self.out is not None
 
     def task(self, label: str, *, total: int | None = None, unit: str = "B") -> Task:
-        return Task(self.out, label, total, unit)
+        return Task(self.out, label, total, unit, self.interval)
 
 
 _SILENT = Progress()
@@ -88,10 +92,13 @@ def current() -> Progress:
 
 
 @contextmanager
-def shown(*, quiet: bool = False, stream: TextIO | None = None) -> Iterator[Progress]:
-    """Report progress on ``stream`` (stderr) during the block, if it is a terminal and not ``quiet``."""
+def shown(
+    *, quiet: bool = False, stream: TextIO | None = None, interval: float = INTERVAL
+) -> Iterator[Progress]:
+    """Report progress on ``stream`` (stderr) during the block, if it is a terminal and not
+    ``quiet``, redrawing at most every ``interval`` seconds."""
     out = sys.stderr if stream is None else stream
-    reporter = Progress(out if not quiet and _is_terminal(out) else None)
+    reporter = Progress(out if not quiet and _is_terminal(out) else None, interval=interval)
     token = _current.set(reporter)
     try:
         yield reporter

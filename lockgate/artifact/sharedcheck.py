@@ -51,6 +51,8 @@ class SharedCheck:
         self._high = context.RawValue("q", len(entries))
         self._pid = 0
         self._read_fd = -1
+        #: the helper's pid, kept after it is joined (for logs and tests); 0 before ``start``
+        self.forked = 0
 
     def __call__(self, entry: Entry, data: bytes | None) -> None:
         index = self._index.get(id(entry))
@@ -75,7 +77,7 @@ class SharedCheck:
             finally:
                 os._exit(code)
         os.close(write_fd)
-        self._pid, self._read_fd = pid, read_fd
+        self._pid, self._read_fd, self.forked = pid, read_fd, pid
 
     def _helper(self) -> int:
         while True:

@@ -23,12 +23,9 @@ def _tree(root: Path) -> Path:
     return root
 
 
-def test_packing_and_extracting_draw_on_a_terminal_and_erase_the_line(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setattr(progress, "INTERVAL", 0.0)
+def test_packing_and_extracting_draw_on_a_terminal_and_erase_the_line(tmp_path: Path) -> None:
     terminal = Terminal()
-    with progress.shown(stream=terminal):
+    with progress.shown(stream=terminal, interval=0.0):  # every step drawn, so the last one is seen
         layer = pack.pack(_tree(tmp_path / "tree"), tmp_path / "layer.tgz")
         with open(layer.path, "rb") as stream:
             extract.extract(stream, tmp_path / "out")

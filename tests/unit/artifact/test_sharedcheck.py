@@ -75,28 +75,23 @@ BAD = {
 
 
 @pytest.mark.parametrize("bad", BAD.values(), ids=BAD.keys())
-def test_a_rejected_file_fails_as_without_the_helper(
-    tmp_path: Path, bad: tuple[str, ...], monkeypatch: pytest.MonkeyPatch
-) -> None:
-    forked: list[int] = []
-    fork = os.fork
-
-    def spy() -> int:
-        pid = fork()
-        if pid:
-            forked.append(pid)
-        return pid
-
-    monkeypatch.setattr(os, "fork", spy)
+def test_a_rejected_file_fails_as_without_the_helper(tmp_path: Path, bad: tuple[str, ...]) -> None:
     entries = _tree(tmp_path / "tree")
     with pytest.raises(UsageError) as alone:
         _write(entries, Logged(tmp_path / "a", bad), force=False)
-    with pytest.raises(UsageError) as shared:
-        _write(entries, Logged(tmp_path / "b", bad), force=True)
+    helpers: list[sharedcheck.SharedCheck] = []
+    with (
+        pytest.raises(UsageError) as shared,
+        sharedcheck.shared(Logged(tmp_path / "b", bad), entries, force=True) as checking,
+    ):
+        assert isinstance(checking, sharedcheck.SharedCheck)
+        helpers.append(checking)
+        pack.write(entries, io.BytesIO(), check=checking)
     assert shared.value.message == alone.value.message
-    assert len(forked) == 1
+    [helper] = helpers
+    assert helper.forked > 0  # a real helper process ran
     with pytest.raises(ChildProcessError):
-        os.waitpid(forked[0], os.WNOHANG)  # the helper was reaped
+        os.waitpid(helper.forked, os.WNOHANG)  # and was reaped
 
 
 def test_small_trees_and_no_check_use_no_helper(tmp_path: Path) -> None:
