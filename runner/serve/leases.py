@@ -401,6 +401,16 @@ class Membership:
         self._acquired = self._last = None
 
 
+def _take(keeper: LeaseKeeper, options: SyncOptions) -> tuple[str, Held | str] | Result:
+    """The sync's runner namespace and its Lease (or who holds it); a failed attempt as a Result."""
+    try:
+        pipeline.check_name(options.name)
+        namespace = pipeline.runner_namespace(options.namespace)
+        return namespace, keeper.take(namespace, options.name)
+    except LockgateError as exc:
+        return Result(name=options.name, error=exc)
+
+
 def reconcile(
     keeper: LeaseKeeper,
     options: SyncOptions,
@@ -419,17 +429,15 @@ def reconcile(
         return pipeline.reconcile(
             options, kube=kube, kubeconfig=kubeconfig, context=context, applying=applying
         )
-    try:
-        pipeline.check_name(options.name)
-        namespace = pipeline.runner_namespace(options.namespace)
-        taken = keeper.take(namespace, options.name)
-    except LockgateError as exc:
-        return Result(name=options.name, error=exc)
-    if not isinstance(taken, Held):
-        return Result(name=options.name, namespace=namespace, skipped=f"held by {taken}")
-    with taken:
+    taken = _take(keeper, options)
+    if isinstance(taken, Result):
+        return taken
+    namespace, held = taken
+    if not isinstance(held, Held):
+        return Result(name=options.name, namespace=namespace, skipped=f"held by {held}")
+    with held:
         return pipeline.reconcile(
-            options, kube=kube, kubeconfig=kubeconfig, context=context, guard=taken.guard, applying=applying
+            options, kube=kube, kubeconfig=kubeconfig, context=context, guard=held.guard, applying=applying
         )
 
 
@@ -441,20 +449,18 @@ def rollback(
     A Lease another runner holds is an ``Abandoned`` error naming the holder (try again when
     its pass ends), not a skip: a person asked for this one.
     """
-    try:
-        pipeline.check_name(options.name)
-        namespace = pipeline.runner_namespace(options.namespace)
-        taken = keeper.take(namespace, options.name)
-    except LockgateError as exc:
-        return Result(name=options.name, error=exc)
-    if not isinstance(taken, Held):
+    taken = _take(keeper, options)
+    if isinstance(taken, Result):
+        return taken
+    namespace, held = taken
+    if not isinstance(held, Held):
         return Result(
             name=options.name,
             namespace=namespace,
             error=Abandoned(
-                f"sync {options.name} is being reconciled by {taken} right now (its Lease "
+                f"sync {options.name} is being reconciled by {held} right now (its Lease "
                 f"{namespace}/{lease_name(options.name)}); run the rollback again when that pass ends"
             ),
         )
-    with taken:
-        return rollback_mod.by_hand(options, to=to, kubeconfig=kubeconfig, guard=taken.guard)
+    with held:
+        return rollback_mod.by_hand(options, to=to, kubeconfig=kubeconfig, guard=held.guard)

@@ -6,14 +6,10 @@ depend on the push command.
 
 from __future__ import annotations
 
-import base64
-import hashlib
 import json
 
-from cryptography.hazmat.primitives import serialization
-
 from lockgate import registry
-from lockgate.signing import keys, layout, statement
+from lockgate.signing import attest, keys, layout, statement
 from tests.world.registry import Registry
 
 
@@ -75,23 +71,8 @@ def key_bundle(digest: str, key: keys.PrivateKey) -> bytes:
     """A Sigstore bundle v0.3 signed with a cosign key, as ``cosign sign --key`` (v3) writes it:
     the statement for ``digest`` in a DSSE envelope, a public-key hint, no log entry.
 
-    lockgate never writes these (its key signatures use the legacy layout); the tests make
-    them to check that verification accepts what cosign v3 writes by default.
+    lockgate's key signatures use the legacy layout; it writes this shape only for attestations
+    (``attest.key_bundle``), which builds it here too: the tests check that verification accepts
+    what cosign v3 writes by default (cosign's own output is checked in test_signing_cosign).
     """
-    payload = statement.build(digest)
-    signature = keys.sign(key, statement.pae(statement.PAYLOAD_TYPE, payload))
-    der = key.public_key().public_bytes(
-        serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo
-    )
-    doc = {
-        "mediaType": "application/vnd.dev.sigstore.bundle.v0.3+json",
-        "verificationMaterial": {
-            "publicKey": {"hint": base64.b64encode(hashlib.sha256(der).digest()).decode()}
-        },
-        "dsseEnvelope": {
-            "payload": base64.b64encode(payload).decode(),
-            "payloadType": statement.PAYLOAD_TYPE,
-            "signatures": [{"sig": base64.b64encode(signature).decode()}],
-        },
-    }
-    return json.dumps(doc, separators=(",", ":")).encode()
+    return attest.key_bundle(statement.build(digest), key)
