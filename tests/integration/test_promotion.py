@@ -293,13 +293,14 @@ def test_forged_misdirected_and_replayed_attestations_are_refused(
 
 
 def _until_applied(world: World, path: Path, version: str) -> dt.datetime:
-    """Run production's passes until ``version`` is applied; returns when that pass started."""
+    """Run production's passes until ``version`` is applied; returns when that pass ended (the
+    soak is decided inside the pass, so the decision lies between its start and this time)."""
     for _ in range(60):
-        started = dt.datetime.now(dt.UTC)
         result = world.run(path)
+        ended = dt.datetime.now(dt.UTC)
         assert result.error is None, result.error
         if world.applied("production") == version:
-            return started
+            return ended
         assert "soak" in result.waiting
         time.sleep(0.5)
     raise AssertionError(f"production never applied {version}: {result.waiting}")
