@@ -20,6 +20,7 @@ from lockgate import located, model, registry
 from lockgate.errors import LockgateError, UsageError
 from lockgate.model import parse_duration
 from lockgate.redact import scrub
+from lockgate.signing import github
 from lockgate.signing.github import GitHubClaims
 from lockgate.signing.options import Spelling, VerifyOptions, build_policy, field_spelling, policy_warnings
 from runner.pipeline import attesting, decrypt, notifications, source, substitute
@@ -299,10 +300,8 @@ def _options(sync: _Sync, runner: RunnerSettings, *, dry_run: bool) -> SyncOptio
         policy = None if verify.secret_ref else build_policy(options, source.FIELDS)
     except UsageError as exc:
         raise UsageError(f"{sync.where(('spec', 'verify'))}: {exc.message}") from None
-    attestations, warnings = _attestations(sync)
-    warnings = tuple(
-        f"{sync.where(('spec', 'verify'))}: {w}" for w in policy_warnings(policy, source.FIELDS)
-    ) + warnings
+    attestations, warned = _attestations(sync)
+    warnings = tuple(f"{sync.where(('spec', 'verify'))}: {w}" for w in policy_warnings(policy, source.FIELDS))
     return SyncOptions(
         name=sync.value.metadata.name,
         source=source.SourceSpec(
@@ -315,7 +314,7 @@ def _options(sync: _Sync, runner: RunnerSettings, *, dry_run: bool) -> SyncOptio
             secret_ref=spec.secret_ref,
             verify_secret_ref=verify.secret_ref,
             attestations=attestations,
-            warnings=warnings,
+            warnings=warnings + warned,
         ),
         namespace=spec.namespace or runner.namespace,
         target_namespace=spec.target_namespace,
@@ -365,13 +364,8 @@ def _options(sync: _Sync, runner: RunnerSettings, *, dry_run: bool) -> SyncOptio
 
 
 def _pins(fields: Verify | AttestationRequirement) -> GitHubClaims:
-    return GitHubClaims(
-        repository=fields.github_repository,
-        ref=fields.github_ref,
-        workflow_trigger=fields.github_workflow_trigger,
-        workflow_sha=fields.github_workflow_sha,
-        workflow_name=fields.github_workflow_name,
-    )
+    """The ``github*`` fields (attribute ``github_<claim>``) as the policy's pins."""
+    return GitHubClaims(**{c.attribute: getattr(fields, f"github_{c.attribute}") for c in github.CLAIMS})
 
 
 def _attestations(sync: _Sync) -> tuple[tuple[source.AttestationSpec, ...], tuple[str, ...]]:
