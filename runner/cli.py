@@ -21,6 +21,8 @@ from lockgate import registry
 from lockgate.errors import Abandoned, LockgateError, UsageError
 from lockgate.output import output_option
 from lockgate.redact import scrub
+from lockgate.signing import github
+from lockgate.signing.github import GitHubClaims
 from lockgate.signing.options import VerifyOptions
 from runner.pipeline import config, report
 from runner.pipeline import reconcile as pipeline
@@ -48,6 +50,11 @@ from runner.serve.notify import notifier as notify
 @click.option("--verify-identity-regexp", help="Keyless: expected certificate identity, a full-match regexp.")
 @click.option("--verify-issuer", help="Keyless: expected OIDC issuer, exactly.")
 @click.option("--verify-issuer-regexp", help="Keyless: expected OIDC issuer, a full-match regexp.")
+@click.option("--verify-github-repository", help=github.describe("repository"))
+@click.option("--verify-github-ref", help=github.describe("ref"))
+@click.option("--verify-github-workflow-trigger", help=github.describe("workflow_trigger"))
+@click.option("--verify-github-workflow-sha", help=github.describe("workflow_sha"))
+@click.option("--verify-github-workflow-name", help=github.describe("workflow_name"))
 @click.option("--verify-trusted-root", type=click.Path(path_type=Path), help="Sigstore trusted_root.json.")
 @click.option("--insecure-skip-verify", is_flag=True, help="Apply without verifying a signature (unsafe).")
 @click.option(
@@ -89,6 +96,11 @@ def reconcile(
     verify_identity_regexp: str | None,
     verify_issuer: str | None,
     verify_issuer_regexp: str | None,
+    verify_github_repository: str | None,
+    verify_github_ref: str | None,
+    verify_github_workflow_trigger: str | None,
+    verify_github_workflow_sha: str | None,
+    verify_github_workflow_name: str | None,
     verify_trusted_root: Path | None,
     insecure_skip_verify: bool,
     dry_run: bool,
@@ -115,6 +127,13 @@ def reconcile(
             identity_regexp=verify_identity_regexp,
             issuer=verify_issuer,
             issuer_regexp=verify_issuer_regexp,
+            github=GitHubClaims(
+                repository=verify_github_repository,
+                ref=verify_github_ref,
+                workflow_trigger=verify_github_workflow_trigger,
+                workflow_sha=verify_github_workflow_sha,
+                workflow_name=verify_github_workflow_name,
+            ),
             trusted_root=verify_trusted_root,
             insecure_skip=insecure_skip_verify,
         )
@@ -137,6 +156,8 @@ def reconcile(
             decryption_secret=decryption_secret,
         )
         syncs, cluster = [sync], ""
+    for warning in (w for sync in syncs for w in sync.source.warnings):
+        click.echo(f"warning: {warning}", err=True)
     # notifications (``--config`` syncs with ``notify``) are sent in the background and flushed
     # with a short deadline at the end; they never fail the pass
     notifier = notify.one_shot(kubeconfig, cluster=cluster, context=context)

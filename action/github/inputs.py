@@ -81,6 +81,15 @@ INPUTS: tuple[Spec, ...] = (
     Spec("certificate-identity", "Keyless verification: the expected certificate identity, exactly."),
     Spec("certificate-identity-regexp", "Keyless verification: the identity as a full-match regexp."),
     Spec("certificate-oidc-issuer", "Keyless verification: the expected OIDC issuer."),
+    Spec(
+        "certificate-github-workflow-repository",
+        "Keyless verification: the GitHub repository that ran the signing workflow, owner/name "
+        "(for a reusable workflow, the caller).",
+    ),
+    Spec("certificate-github-workflow-ref", "Keyless verification: the ref the signing run was for."),
+    Spec("certificate-github-workflow-trigger", "Keyless verification: the event of the signing run (push)."),
+    Spec("certificate-github-workflow-sha", "Keyless verification: the commit the signing run was for."),
+    Spec("certificate-github-workflow-name", "Keyless verification: the signing workflow's name."),
     Spec("trusted-root", "Keyless verification: a Sigstore trusted_root.json (default: production)."),
     Spec("registry", "Registry host the credentials are for (default: the host of url)."),
     Spec("registry-username", "Registry user name (default for ghcr.io: github.actor)."),

@@ -151,6 +151,16 @@ def _policy(inputs: Inputs, workdir: Path, files: dict[Path, str], *, prefix: st
         "certificate-oidc-issuer": "issuer" if prefix else "certificate-oidc-issuer",
         "trusted-root": "trusted-root",
     }
+    # the inputs have cosign's names, as verify's flags; reconcile's are the Sync fields'
+    for part, reconcile_flag in (
+        ("repository", "github-repository"),
+        ("ref", "github-ref"),
+        ("trigger", "github-workflow-trigger"),
+        ("sha", "github-workflow-sha"),
+        ("name", "github-workflow-name"),
+    ):
+        cosign = f"certificate-github-workflow-{part}"
+        names[cosign] = reconcile_flag if prefix else cosign
     for name, flag in names.items():
         if inputs.text(name):
             argv += [f"--{prefix}{flag}", inputs.text(name)]

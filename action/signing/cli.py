@@ -180,8 +180,29 @@ def attest(
 @click.option("--certificate-identity-regexp", help="Expected certificate identity, a regexp over all of it.")
 @click.option("--certificate-oidc-issuer", help="Expected OIDC issuer, exactly.")
 @click.option("--certificate-oidc-issuer-regexp", help="Expected OIDC issuer, a regexp over all of it.")
-@click.option("--github-repository", help="Expected GitHub workflow repository (owner/name).")
-@click.option("--github-ref", help="Expected GitHub workflow ref (refs/heads/main, refs/tags/v1).")
+@click.option(
+    "--certificate-github-workflow-repository",
+    "--github-repository",
+    "github_repository",
+    help="Expected GitHub repository that ran the workflow (owner/name): the caller of a reusable one.",
+)
+@click.option(
+    "--certificate-github-workflow-ref",
+    "--github-ref",
+    "github_ref",
+    help="Expected ref the workflow ran for (refs/heads/main, refs/tags/v1).",
+)
+@click.option(
+    "--certificate-github-workflow-trigger",
+    "github_workflow_trigger",
+    help="Expected event that triggered the workflow (push, workflow_dispatch).",
+)
+@click.option(
+    "--certificate-github-workflow-sha", "github_workflow_sha", help="Expected commit the workflow ran for."
+)
+@click.option(
+    "--certificate-github-workflow-name", "github_workflow_name", help="Expected workflow name (its name:)."
+)
 @click.option(
     "--trusted-root",
     type=click.Path(path_type=Path, exists=True, dir_okay=False),
@@ -206,6 +227,9 @@ def verify(
     certificate_oidc_issuer_regexp: str | None,
     github_repository: str | None,
     github_ref: str | None,
+    github_workflow_trigger: str | None,
+    github_workflow_sha: str | None,
+    github_workflow_name: str | None,
     trusted_root: Path | None,
     offline: bool,
     predicate_type: str | None,
@@ -216,6 +240,7 @@ def verify(
     """Verify an artifact's signature (or, with --attestation, its attestations); prints the
     verified digest and who signed it."""
     from action.signing import commands
+    from lockgate.signing.github import GitHubClaims
 
     options = VerifyOptions(
         key=key_path,
@@ -223,11 +248,18 @@ def verify(
         identity_regexp=certificate_identity_regexp,
         issuer=certificate_oidc_issuer,
         issuer_regexp=certificate_oidc_issuer_regexp,
-        github_repository=github_repository,
-        github_ref=github_ref,
+        github=GitHubClaims(
+            repository=github_repository,
+            ref=github_ref,
+            workflow_trigger=github_workflow_trigger,
+            workflow_sha=github_workflow_sha,
+            workflow_name=github_workflow_name,
+        ),
         trusted_root=trusted_root,
         offline=offline,
     )
+    for warning in commands.verify_warnings(options):
+        click.echo(f"warning: {warning}", err=True)
     if predicate_type is not None:
         found = commands.verify_attestation(
             reference, options, predicate_type, creds=creds, insecure=insecure

@@ -20,7 +20,7 @@ from action import cliopts
 from action.signing import password
 from lockgate import paths
 from lockgate.errors import LockgateError, UsageError
-from lockgate.signing.options import VERIFY_FLAGS, VerifyOptions, build_policy
+from lockgate.signing.options import VERIFY_FLAGS, VerifyOptions, build_policy, policy_warnings
 
 if TYPE_CHECKING:
     from lockgate import registry
@@ -122,6 +122,12 @@ def verify(reference: str, options: VerifyOptions, *, creds: str | None, insecur
     assert policy is not None  # required=True raises instead
     ref = registry.parse(reference)
     return verifying.verify(ref, policy, client=cliopts.client_for(ref, creds, insecure))
+
+
+def verify_warnings(options: VerifyOptions) -> tuple[str, ...]:
+    """What to tell the user about the policy ``options`` describe (an unpinned GitHub
+    workflow identity); raises the ``UsageError`` ``verify`` would for a refused one."""
+    return policy_warnings(build_policy(options, VERIFY_FLAGS), VERIFY_FLAGS)
 
 
 def read_predicate(path: Path) -> dict[str, Any]:

@@ -3,20 +3,26 @@
 ``lockgate verify`` flags, ``lockgate reconcile`` flags and a Sync document's
 ``spec.verify`` all describe the same policy in different words; ``VerifyOptions`` holds
 the values and ``Spelling`` how each one is written where the user wrote it, so an error
-names the flag or field to fix. The policy classes (and ``cryptography`` behind them) are
+names the flag or field to fix. ``build_policy`` refuses a keyless policy that trusts one of
+lockgate's own reusable workflows without pinning the calling repository, and
+``policy_warnings`` says when another GitHub workflow identity is unpinned
+(``lockgate.signing.github.audit``). The policy classes (and ``cryptography`` behind them) are
 imported only when a policy is built: they cost a tenth of a second of start-up.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from lockgate.errors import UsageError
+from lockgate.signing import github
+from lockgate.signing.github import GitHubClaims
 
 if TYPE_CHECKING:
-    from lockgate.signing.policy import Match, Policy
+    from lockgate.signing.policy import KeylessPolicy, Match, Policy
 
 
 @dataclass(frozen=True)
@@ -26,8 +32,8 @@ class VerifyOptions:
     identity_regexp: str | None = None
     issuer: str | None = None
     issuer_regexp: str | None = None
-    github_repository: str | None = None
-    github_ref: str | None = None
+    #: the GitHub workflow-run claims to pin (cosign's --certificate-github-workflow-*)
+    github: GitHubClaims = field(default_factory=GitHubClaims)
     trusted_root: Path | None = None
     offline: bool = False
     insecure_skip: bool = False
@@ -35,16 +41,9 @@ class VerifyOptions:
     @property
     def keyless(self) -> bool:
         """Any keyless value is set."""
-        return any(
+        return self.github.any() or any(
             value is not None
-            for value in (
-                self.identity,
-                self.identity_regexp,
-                self.issuer,
-                self.issuer_regexp,
-                self.github_repository,
-                self.github_ref,
-            )
+            for value in (self.identity, self.identity_regexp, self.issuer, self.issuer_regexp)
         )
 
 
@@ -57,8 +56,9 @@ class Spelling:
     identity_regexp: str
     issuer: str
     issuer_regexp: str
-    github: str = "--github-repository/--github-ref"
     insecure_skip: str = ""
+    #: each GitHub claim's name (``GitHubClaims`` attribute -> flag or field)
+    github: Mapping[str, str] = field(default_factory=lambda: github.names("cosign"))
 
 
 #: ``lockgate verify``, with cosign's flag names
@@ -69,6 +69,19 @@ VERIFY_FLAGS = Spelling(
     issuer="--certificate-oidc-issuer",
     issuer_regexp="--certificate-oidc-issuer-regexp",
 )
+
+
+def field_spelling(prefix: str) -> Spelling:
+    """A document's keyless fields under ``prefix`` (``spec.verify.``), key and skip included."""
+    return Spelling(
+        key=f"{prefix}key",
+        identity=f"{prefix}identity",
+        identity_regexp=f"{prefix}identityRegexp",
+        issuer=f"{prefix}issuer",
+        issuer_regexp=f"{prefix}issuerRegexp",
+        insecure_skip=f"{prefix}insecureSkip",
+        github=github.names("field", prefix),
+    )
 
 
 def _match(exact: str | None, regexp: str | None, name: str, name_regexp: str) -> Match:
@@ -101,20 +114,53 @@ def build_policy(options: VerifyOptions, spelling: Spelling, *, required: bool =
         )
     if options.key is not None:
         if options.keyless:
-            raise UsageError(f"{s.key} cannot be combined with {s.identity}, {s.issuer} or {s.github}")
+            raise UsageError(f"{s.key} cannot be combined with {', '.join(_keyless_given(options, s))}")
         return KeyPolicy.from_file(options.key)
     if options.keyless:
-        return KeylessPolicy(
+        policy = KeylessPolicy(
             identity=_match(options.identity, options.identity_regexp, s.identity, s.identity_regexp),
             issuer=_match(options.issuer, options.issuer_regexp, s.issuer, s.issuer_regexp),
-            github_repository=options.github_repository,
-            github_ref=options.github_ref,
+            github=options.github,
             trusted_root=options.trusted_root,
             offline=options.offline,
         )
+        _audit(policy, s)  # raises for lockgate's own reusable workflow, unpinned
+        return policy
     if required:
         raise UsageError(
             f"no verification policy: pass {s.key}, or {s.identity} (or {s.identity_regexp}) "
             f"and {s.issuer} (or {s.issuer_regexp})"
         )
     return None
+
+
+def policy_warnings(policy: Policy | None, spelling: Spelling) -> tuple[str, ...]:
+    """What a user should hear about a policy ``build_policy`` built from ``spelling``'s
+    options: a GitHub workflow identity that does not pin the repository. Empty otherwise."""
+    from lockgate.signing.policy import KeylessPolicy
+
+    if not isinstance(policy, KeylessPolicy):
+        return ()
+    warning = _audit(policy, spelling)
+    return () if warning is None else (warning,)
+
+
+def _keyless_given(options: VerifyOptions, s: Spelling) -> list[str]:
+    exact = [
+        (options.identity, s.identity),
+        (options.identity_regexp, s.identity_regexp),
+        (options.issuer, s.issuer),
+        (options.issuer_regexp, s.issuer_regexp),
+    ]
+    pins = [(value, s.github[claim.attribute]) for claim, value in options.github.items()]
+    return [name for value, name in exact + pins if value is not None]
+
+
+def _audit(policy: KeylessPolicy, s: Spelling) -> str | None:
+    return github.audit(
+        policy.identity,
+        policy.issuer,
+        policy.github,
+        identity_name=s.identity_regexp if policy.identity.regexp else s.identity,
+        repository_name=s.github["repository"],
+    )

@@ -3,11 +3,12 @@
 ``KeyPolicy``: the signature must verify with this public key; ``KeySetPolicy``: with any
 one of these keys (a Secret of ``*.pub`` entries, as Flux). ``KeylessPolicy``: the
 Sigstore certificate must chain to the trusted root and name this identity (a SAN) and
-OIDC issuer, exactly or by regular expression, and optionally this GitHub repository and
-ref. A regular expression is Go's, as cosign's ``--certificate-identity-regexp`` is, and
-is compiled by RE2 (``lockgate.goregex``); it must match the whole value: cosign matches
-unanchored, so a cosign policy written with ``^...$`` means the same here, and one
-without anchors is stricter here, never looser.
+OIDC issuer, exactly or by regular expression, and optionally the GitHub workflow-run
+claims (``lockgate.signing.github``: repository, ref, trigger, sha, workflow name, matched
+exactly as cosign's ``--certificate-github-workflow-*``). A regular expression is Go's, as
+cosign's ``--certificate-identity-regexp`` is, and is compiled by RE2 (``lockgate.goregex``);
+it must match the whole value: cosign matches unanchored, so a cosign policy written with
+``^...$`` means the same here, and one without anchors is stricter here, never looser.
 
 ``CertificatePolicy`` adapts a ``KeylessPolicy`` to sigstore-python's policy protocol and
 reports expected against found when the certificate does not match.
@@ -31,13 +32,10 @@ from cryptography.x509 import (
 from lockgate import goregex
 from lockgate.errors import UsageError
 from lockgate.signing import keys, statement
+from lockgate.signing.github import CLAIMS, GITHUB_BASE, SOURCE_REPOSITORY_URI, GitHubClaims
 
 _ISSUER_V1 = ObjectIdentifier("1.3.6.1.4.1.57264.1.1")
 _ISSUER_V2 = ObjectIdentifier("1.3.6.1.4.1.57264.1.8")
-_GITHUB_REPOSITORY_V1 = ObjectIdentifier("1.3.6.1.4.1.57264.1.5")
-_GITHUB_REF_V1 = ObjectIdentifier("1.3.6.1.4.1.57264.1.6")
-_SOURCE_REPOSITORY_URI = ObjectIdentifier("1.3.6.1.4.1.57264.1.12")
-_SOURCE_REPOSITORY_REF = ObjectIdentifier("1.3.6.1.4.1.57264.1.14")
 _OTHERNAME_SAN = ObjectIdentifier("1.3.6.1.4.1.57264.1.7")
 
 
@@ -114,7 +112,7 @@ class KeySetPolicy:
 
 @dataclass(frozen=True)
 class KeylessPolicy:
-    """A Sigstore certificate for ``identity`` from ``issuer`` (plus optional GitHub claims).
+    """A Sigstore certificate for ``identity`` from ``issuer`` (plus the GitHub claims pinned).
 
     ``trusted_root`` is a trusted_root.json for a private or air-gapped Sigstore; None means
     the public-good production instance (the root that ships with sigstore-python, updated
@@ -123,8 +121,7 @@ class KeylessPolicy:
 
     identity: Match
     issuer: Match
-    github_repository: str | None = None
-    github_ref: str | None = None
+    github: GitHubClaims = field(default_factory=GitHubClaims)
     trusted_root: Path | None = None
     offline: bool = False
     #: the statement type that counts as a signature (cosign v3's); other attestations do not
@@ -140,8 +137,7 @@ class CertificateFacts:
 
     identities: list[str] = field(default_factory=list)
     issuer: str | None = None
-    github_repository: str | None = None
-    github_ref: str | None = None
+    github: GitHubClaims = field(default_factory=GitHubClaims)
 
     @classmethod
     def of(cls, cert: Certificate) -> CertificateFacts:
@@ -157,15 +153,10 @@ class CertificateFacts:
             ]
         except ExtensionNotFound:
             pass
-        repository = _raw(cert, _GITHUB_REPOSITORY_V1)
-        if repository is None:
-            uri = _der_string(cert, _SOURCE_REPOSITORY_URI)
-            repository = uri.removeprefix("https://github.com/") if uri else None
         return cls(
             identities=identities,
             issuer=_der_string(cert, _ISSUER_V2) or _raw(cert, _ISSUER_V1),
-            github_repository=repository,
-            github_ref=_raw(cert, _GITHUB_REF_V1) or _der_string(cert, _SOURCE_REPOSITORY_REF),
+            github=_github_claims(cert),
         )
 
     def mismatches(self, policy: KeylessPolicy) -> list[str]:
@@ -175,12 +166,7 @@ class CertificateFacts:
             problems.append(f"identity: expected {policy.identity}, found {_list(self.identities)}")
         if not policy.issuer.matches(self.issuer):
             problems.append(f"issuer: expected {policy.issuer}, found {self.issuer!r}")
-        if policy.github_repository is not None and policy.github_repository != self.github_repository:
-            problems.append(
-                f"GitHub repository: expected {policy.github_repository!r}, found {self.github_repository!r}"
-            )
-        if policy.github_ref is not None and policy.github_ref != self.github_ref:
-            problems.append(f"GitHub ref: expected {policy.github_ref!r}, found {self.github_ref!r}")
+        problems += self.github.mismatches(policy.github)
         return problems
 
 
@@ -200,6 +186,21 @@ class CertificatePolicy:
             raise SigstoreVerificationError(
                 "the signing certificate does not match the policy: " + "; ".join(problems)
             )
+
+
+def _github_claims(cert: Certificate) -> GitHubClaims:
+    """The GitHub claims, read as ``lockgate.signing.github`` says: the raw extension cosign
+    matches, else (a github.com certificate only) the newer DER one."""
+    github_com = (_der_string(cert, ObjectIdentifier(SOURCE_REPOSITORY_URI)) or "").startswith(GITHUB_BASE)
+    found: dict[str, str | None] = {}
+    for claim in CLAIMS:
+        value = _raw(cert, ObjectIdentifier(claim.oid))
+        if value is None and claim.fallback_oid is not None and github_com:
+            value = _der_string(cert, ObjectIdentifier(claim.fallback_oid))
+            if value is not None and claim.fallback_oid == SOURCE_REPOSITORY_URI:
+                value = value.removeprefix(GITHUB_BASE)
+        found[claim.attribute] = value
+    return GitHubClaims(**found)
 
 
 def _list(values: list[str]) -> str:

@@ -20,16 +20,20 @@ from lockgate import located, model, registry
 from lockgate.errors import LockgateError, UsageError
 from lockgate.model import parse_duration
 from lockgate.redact import scrub
-from lockgate.signing.options import Spelling, VerifyOptions, build_policy
+from lockgate.signing import github
+from lockgate.signing.github import GitHubClaims
+from lockgate.signing.options import Spelling, VerifyOptions, build_policy, field_spelling, policy_warnings
 from runner.pipeline import attesting, decrypt, notifications, source, substitute
 from runner.pipeline.documents import (
     API_VERSION,
     KINDS,
+    AttestationRequirement,
     Notify,
     RunnerDocument,
     RunnerSettings,
     SyncDocument,
     SyncSpec,
+    Verify,
     WebhookSettings,
 )
 from runner.pipeline.reconcile import RESERVED_PREFIX, ObjectRef, Schedule, SyncOptions, runner_namespace
@@ -80,15 +84,17 @@ def sync_options(
 ) -> SyncOptions:
     if not 0 < max_prune_share <= 1:
         raise UsageError(f"--max-prune-share {max_prune_share}: expected a share in (0, 1]")
+    policy = build_policy(verify, spelling)
     return SyncOptions(
         name=name,
         source=source.SourceSpec(
             url=url,
             semver=semver,
             path=path,
-            policy=build_policy(verify, spelling),
+            policy=policy,
             insecure_skip_verify=verify.insecure_skip,
             spelling=spelling,
+            warnings=policy_warnings(policy, spelling),
         ),
         namespace=namespace,
         target_namespace=target_namespace,
@@ -281,6 +287,7 @@ def _options(sync: _Sync, runner: RunnerSettings, *, dry_run: bool) -> SyncOptio
         identity_regexp=verify.identity_regexp,
         issuer=verify.issuer,
         issuer_regexp=verify.issuer_regexp,
+        github=_pins(verify),
         trusted_root=Path(verify.trusted_root) if verify.trusted_root else None,
         insecure_skip=verify.insecure_skip,
     )
@@ -293,6 +300,8 @@ def _options(sync: _Sync, runner: RunnerSettings, *, dry_run: bool) -> SyncOptio
         policy = None if verify.secret_ref else build_policy(options, source.FIELDS)
     except UsageError as exc:
         raise UsageError(f"{sync.where(('spec', 'verify'))}: {exc.message}") from None
+    attestations, warned = _attestations(sync)
+    warnings = tuple(f"{sync.where(('spec', 'verify'))}: {w}" for w in policy_warnings(policy, source.FIELDS))
     return SyncOptions(
         name=sync.value.metadata.name,
         source=source.SourceSpec(
@@ -304,7 +313,8 @@ def _options(sync: _Sync, runner: RunnerSettings, *, dry_run: bool) -> SyncOptio
             spelling=source.FIELDS,
             secret_ref=spec.secret_ref,
             verify_secret_ref=verify.secret_ref,
-            attestations=_attestations(sync),
+            attestations=attestations,
+            warnings=warnings + warned,
         ),
         namespace=spec.namespace or runner.namespace,
         target_namespace=spec.target_namespace,
@@ -353,13 +363,20 @@ def _options(sync: _Sync, runner: RunnerSettings, *, dry_run: bool) -> SyncOptio
     )
 
 
-def _attestations(sync: _Sync) -> tuple[source.AttestationSpec, ...]:
-    """``spec.verify.attestations``: each names exactly one of key and secretRef; a key file is read now."""
+def _pins(fields: Verify | AttestationRequirement) -> GitHubClaims:
+    """The ``github*`` fields (attribute ``github_<claim>``) as the policy's pins."""
+    return GitHubClaims(**{c.attribute: getattr(fields, f"github_{c.attribute}") for c in github.CLAIMS})
+
+
+def _attestations(sync: _Sync) -> tuple[tuple[source.AttestationSpec, ...], tuple[str, ...]]:
+    """``spec.verify.attestations``: each names exactly one of key, secretRef and a keyless
+    identity; a key file is read now. Also the warnings about the keyless policies."""
     from lockgate.signing import attest
     from lockgate.signing.policy import KeyPolicy
 
     spec = sync.value.spec
     found = []
+    warnings: list[str] = []
     for number, item in enumerate(spec.verify.attestations):
         where = sync.where(("spec", "verify", "attestations", number))
         field = f"spec.verify.attestations[{number}]"
@@ -368,6 +385,7 @@ def _attestations(sync: _Sync) -> tuple[source.AttestationSpec, ...]:
             identity_regexp=item.identity_regexp,
             issuer=item.issuer,
             issuer_regexp=item.issuer_regexp,
+            github=_pins(item),
             trusted_root=Path(spec.verify.trusted_root) if spec.verify.trusted_root else None,
         )
         if [item.key is not None, item.secret_ref is not None, keyless.keyless].count(True) != 1:
@@ -387,17 +405,12 @@ def _attestations(sync: _Sync) -> tuple[source.AttestationSpec, ...]:
             )
         policy: attest.AttestationPolicy | None = None
         if keyless.keyless:
-            spelled = Spelling(
-                key=f"{field}.key",
-                identity=f"{field}.identity",
-                identity_regexp=f"{field}.identityRegexp",
-                issuer=f"{field}.issuer",
-                issuer_regexp=f"{field}.issuerRegexp",
-            )
+            spelled = field_spelling(f"{field}.")
             try:
                 policy = build_policy(keyless, spelled)
             except UsageError as exc:
                 raise UsageError(f"{where}: {exc.message}") from None
+            warnings += [f"{where}: {w}" for w in policy_warnings(policy, spelled)]
         if item.key is not None:
             try:
                 policy = KeyPolicy.from_file(Path(item.key))
@@ -412,7 +425,7 @@ def _attestations(sync: _Sync) -> tuple[source.AttestationSpec, ...]:
                 predicate_type=item.predicate_type,
             )
         )
-    return tuple(found)
+    return tuple(found), tuple(warnings)
 
 
 def _providers(sync: _Sync, runner: RunnerSettings) -> tuple[notifications.Provider, ...]:

@@ -11,9 +11,10 @@ Kustomization where the meaning is the same (``interval``, ``dependsOn``, ``secr
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import ClassVar, Literal
+from typing import Any, ClassVar, Literal
 
 from lockgate.model import attr
+from lockgate.signing import github
 from runner.plan import prune_plan
 
 API_VERSION = "lockgate.dev/v1alpha1"
@@ -21,6 +22,13 @@ API_VERSION = "lockgate.dev/v1alpha1"
 NAME_PATTERN = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
 NAME_MAX = 63 - len("lockgate-")
 ADDRESS = r"^[^:]*:[0-9]+$"
+
+
+def _github(attribute: str) -> Any:
+    """A keyless policy's GitHub claim field (``githubRepository``...), declared once for
+    ``verify`` and ``verify.attestations[]``."""
+    claim = next(c for c in github.CLAIMS if c.attribute == attribute)
+    return attr(claim.field, github.describe(attribute))
 
 
 @dataclass(frozen=True)
@@ -76,6 +84,11 @@ class AttestationRequirement:
     )
     issuer: str | None = attr("issuer", "Keyless: the OIDC issuer, exactly.")
     issuer_regexp: str | None = attr("issuerRegexp", "Keyless: the OIDC issuer, as a Go regular expression.")
+    github_repository: str | None = _github("repository")
+    github_ref: str | None = _github("ref")
+    github_workflow_trigger: str | None = _github("workflow_trigger")
+    github_workflow_sha: str | None = _github("workflow_sha")
+    github_workflow_name: str | None = _github("workflow_name")
     min_age: float = attr(
         "minAge",
         "A soak time: the digest must have been healthy there at least this long (e.g. 1h).",
@@ -97,6 +110,11 @@ class Verify:
     )
     issuer: str | None = attr("issuer", "Keyless: the OIDC issuer, exactly.")
     issuer_regexp: str | None = attr("issuerRegexp", "Keyless: the OIDC issuer, as a Go regular expression.")
+    github_repository: str | None = _github("repository")
+    github_ref: str | None = _github("ref")
+    github_workflow_trigger: str | None = _github("workflow_trigger")
+    github_workflow_sha: str | None = _github("workflow_sha")
+    github_workflow_name: str | None = _github("workflow_name")
     trusted_root: str | None = attr(
         "trustedRoot", "Keyless: a trusted_root.json for a private Sigstore (default: the public one)."
     )

@@ -21,7 +21,8 @@ from lockgate.artifact import pull
 from lockgate.artifact.manifest import NotFluxArtifact
 from lockgate.errors import RenderError, ResolveError, UsageError, VerificationError
 from lockgate.manifests import K8sObject
-from lockgate.signing.options import Spelling
+from lockgate.signing import github
+from lockgate.signing.options import Spelling, field_spelling
 from runner.pipeline.secretrefs import SecretReader
 
 if TYPE_CHECKING:
@@ -40,16 +41,10 @@ FLAGS = Spelling(
     issuer="--verify-issuer",
     issuer_regexp="--verify-issuer-regexp",
     insecure_skip="--insecure-skip-verify",
+    github=github.names("flag", "--verify-"),
 )
 #: a Sync document's ``spec.verify``
-FIELDS = Spelling(
-    key="spec.verify.key",
-    identity="spec.verify.identity",
-    identity_regexp="spec.verify.identityRegexp",
-    issuer="spec.verify.issuer",
-    issuer_regexp="spec.verify.issuerRegexp",
-    insecure_skip="spec.verify.insecureSkip",
-)
+FIELDS = field_spelling("spec.verify.")
 
 
 @dataclass(frozen=True)
@@ -89,6 +84,9 @@ class SourceSpec:
     verify_secret_ref: str | None = None
     #: health attestations every applied digest must have (``spec.verify.attestations``)
     attestations: tuple[AttestationSpec, ...] = ()
+    #: what loading the policies found worth saying (an unpinned GitHub workflow identity);
+    #: ``reconcile`` prints them to stderr, ``serve`` logs them
+    warnings: tuple[str, ...] = ()
 
     @property
     def needs_secrets(self) -> bool:

@@ -187,6 +187,9 @@ class Service:
 
     # ---- configuration -------------------------------------------------------------
     def _configure(self, cfg: config_mod.Config) -> None:
+        for options in cfg.syncs:  # at each (re)load: a risk the file's author should hear about
+            for warning in options.source.warnings:
+                log.warning(warning, extra={"sync": options.name})
         removed = self.scheduler.configure(cfg.syncs, concurrency=cfg.runner.concurrency)
         for name in removed:
             self.metrics.forget(name, self._namespaces.get(name, self.namespace))

@@ -172,6 +172,7 @@ def test_the_shipped_example_config_loads() -> None:
     loaded = config.load(DEPLOY / "common" / "config.yaml")
     assert loaded.runner.default_service_account == "lockgate-apply"
     assert [s.service_account_name for s in loaded.syncs] == ["lockgate-apply"]
+    assert [s.source.warnings for s in loaded.syncs] == [()]  # its keyless identity pins the repository
 
 
 def test_every_base_and_variant_builds() -> None:

@@ -84,3 +84,4 @@ def test_the_quickstart_overlay_builds_and_its_config_loads(tmp_path: Path) -> N
     loaded = config.load(overlay / "config.yaml")
     [sync] = loaded.syncs
     assert sync.name == "app" and loaded.runner.default_service_account == "lockgate-apply"
+    assert sync.source.warnings == ()  # the keyless identity pins the repository

@@ -2,9 +2,14 @@
 
 The stack, each piece a real server:
 
-- an OIDC issuer (ours, in this process: discovery document, JWKS, ES256 ID tokens for
-  any e-mail identity the test names; Fulcio fetches its keys like any issuer's);
-- Fulcio (``--ca ephemeralca``: a CA generated at start-up) that trusts only that issuer;
+- OIDC issuers (ours, in this process: discovery document, JWKS, ES256 ID tokens with the
+  claims the test names; Fulcio fetches their keys like any issuer's), one for each kind of
+  identity Fulcio is configured for: an e-mail issuer (Fulcio type ``email``), and one whose
+  tokens are shaped as GitHub Actions' (``tests.world.ci_tokens``; type ``github-workflow``,
+  which requires the 16 claims it reads and, as for the real issuer, builds the SAN and the
+  GitHub extensions, OIDs ``1.3.6.1.4.1.57264.1.*``, on the base https://github.com/).
+  Another CI's shape (type ``gitlab-pipeline``) is one more issuer and one more helper;
+- Fulcio (``--ca ephemeralca``: a CA generated at start-up) that trusts only those issuers;
 - TesseraCT (POSIX storage), the CT log whose SCT Fulcio embeds in every certificate
   (sigstore-python refuses a certificate without one) and which accepts only chains to
   Fulcio's root;
@@ -83,7 +88,9 @@ class OIDCIssuer:
     the issuer serves only what a relying party (Fulcio) fetches to check them.
     """
 
-    def __init__(self, log: Path) -> None:
+    def __init__(self, log: Path, *, kind: str = "email") -> None:
+        #: the Fulcio issuer type it is configured as (``email``, ``github-workflow``)
+        self.kind = kind
         self._key = ec.generate_private_key(ec.SECP256R1())
         numbers = self._key.public_key().public_numbers()
         self.kid = hashlib.sha256(_spki_der(self._key.public_key())).hexdigest()[:16]
@@ -142,17 +149,28 @@ class OIDCIssuer:
         claims: dict[str, Any] | None = None,
     ) -> str:
         """A signed ID token for ``email`` (verified), valid for ``lifetime``."""
+        return self.mint(
+            {"sub": email, "email": email, "email_verified": True} | (claims or {}),
+            audience=audience,
+            lifetime=lifetime,
+        )
+
+    def mint(
+        self,
+        claims: dict[str, Any],
+        *,
+        audience: str = AUDIENCE,
+        lifetime: timedelta = timedelta(minutes=10),
+    ) -> str:
+        """A signed ID token from this issuer with ``claims`` (they win over iss, aud and the times)."""
         now = int(time.time())
         body = {
             "iss": self.url,
-            "sub": email,
             "aud": audience,
             "iat": now,
             "nbf": now - 5,
             "exp": now + int(lifetime.total_seconds()),
-            "email": email,
-            "email_verified": True,
-        } | (claims or {})
+        } | claims
         header = {"alg": "ES256", "typ": "JWT", "kid": self.kid}
         signing_input = f"{_b64url(json.dumps(header).encode())}.{_b64url(json.dumps(body).encode())}"
         r, s = decode_dss_signature(self._key.sign(signing_input.encode(), ec.ECDSA(hashes.SHA256())))
@@ -168,7 +186,10 @@ class SigstoreStack:
     """A running private Sigstore and the client files that point at it."""
 
     directory: Path
+    #: the e-mail issuer
     oidc: OIDCIssuer
+    #: the GitHub-Actions-shaped issuer (``ci_tokens.github_actions``)
+    github: OIDCIssuer
     fulcio_url: str
     ct_url: str
     rekor_url: str
@@ -185,6 +206,10 @@ class SigstoreStack:
     def token(self, email: str = DEFAULT_IDENTITY, **kwargs: Any) -> str:
         return self.oidc.token(email, **kwargs)
 
+    def github_token(self, claims: dict[str, Any]) -> str:
+        """A token of the GitHub-shaped issuer; ``claims`` from ``ci_tokens.github_actions``."""
+        return self.github.mint(claims)
+
     def check(self) -> None:
         """Raise with the log tail if any server died."""
         for process in self.processes:
@@ -194,6 +219,7 @@ class SigstoreStack:
         for process in reversed(self.processes):
             process.stop()
         self.oidc.stop()
+        self.github.stop()
 
 
 def _ec_key(path: Path, *, pkcs8: bool = True) -> ec.EllipticCurvePrivateKey:
@@ -212,12 +238,17 @@ def _pem_chain(pem: bytes) -> list[x509.Certificate]:
 
 
 def _start_fulcio(
-    directory: Path, oidc: OIDCIssuer, ct_url: str
+    directory: Path, issuers: list[OIDCIssuer], ct_url: str
 ) -> tuple[Process, str, list[x509.Certificate]]:
     config = directory / "fulcio-config.json"
     config.write_text(
         json.dumps(
-            {"OIDCIssuers": {oidc.url: {"IssuerURL": oidc.url, "ClientID": AUDIENCE, "Type": "email"}}}
+            {
+                "OIDCIssuers": {
+                    issuer.url: {"IssuerURL": issuer.url, "ClientID": AUDIENCE, "Type": issuer.kind}
+                    for issuer in issuers
+                }
+            }
         )
     )
     http_port, grpc_port, metrics_port = free_port(), free_port(), free_port()
@@ -410,10 +441,13 @@ def start_sigstore(workdir: Path) -> SigstoreStack:
     directory.mkdir(parents=True)
     since = datetime.now(UTC) - timedelta(minutes=5)
     oidc = OIDCIssuer(directory / "oidc.log")
+    github = OIDCIssuer(directory / "oidc-github.log", kind="github-workflow")
     processes: list[Process] = []
     try:
         ct_port = free_port()
-        fulcio, fulcio_url, fulcio_chain = _start_fulcio(directory, oidc, f"http://127.0.0.1:{ct_port}")
+        fulcio, fulcio_url, fulcio_chain = _start_fulcio(
+            directory, [oidc, github], f"http://127.0.0.1:{ct_port}"
+        )
         processes.append(fulcio)
         ct, ct_url, ct_key = _start_ct_log(directory, ct_port, fulcio_chain[-1])
         processes.append(ct)
@@ -425,6 +459,7 @@ def start_sigstore(workdir: Path) -> SigstoreStack:
         for process in reversed(processes):
             process.stop()
         oidc.stop()
+        github.stop()
         raise
     trusted_root, signing_config = trust_documents(
         oidc_url=oidc.url,
@@ -450,6 +485,7 @@ def start_sigstore(workdir: Path) -> SigstoreStack:
     return SigstoreStack(
         directory=directory,
         oidc=oidc,
+        github=github,
         fulcio_url=fulcio_url,
         ct_url=ct_url,
         rekor_url=rekor_url,

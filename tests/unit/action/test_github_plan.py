@@ -183,3 +183,59 @@ def test_reconcile_passes_the_semver_range_whole() -> None:
 
 def test_install_runs_nothing() -> None:
     assert make(command="install").argv == ()
+
+
+GITHUB_PINS = {
+    "certificate_identity": "https://github.com/lockgate-dev/lockgate/.github/workflows/publish.yml@refs/tags/v1",
+    "certificate_oidc_issuer": "https://token.actions.githubusercontent.com",
+    "certificate_github_workflow_repository": "my-org/app",
+    "certificate_github_workflow_ref": "refs/heads/main",
+    "certificate_github_workflow_trigger": "push",
+    "certificate_github_workflow_sha": "a" * 40,
+    "certificate_github_workflow_name": "release",
+}
+
+
+def make_pinned(pins: dict[str, str], **values: str) -> plan.Invocation:
+    return make(None, **values, **pins)
+
+
+def test_verify_passes_the_github_pins_with_cosigns_flags() -> None:
+    invocation = make_pinned(GITHUB_PINS, command="verify", url="oci://r.io/app:main")
+    assert invocation.argv == (
+        "verify", "oci://r.io/app:main",
+        "--certificate-identity", GITHUB_PINS["certificate_identity"],
+        "--certificate-oidc-issuer", "https://token.actions.githubusercontent.com",
+        "--certificate-github-workflow-repository", "my-org/app",
+        "--certificate-github-workflow-ref", "refs/heads/main",
+        "--certificate-github-workflow-trigger", "push",
+        "--certificate-github-workflow-sha", "a" * 40,
+        "--certificate-github-workflow-name", "release",
+        "--output", "json",
+    )  # fmt: skip
+
+
+def test_reconcile_passes_the_github_pins_as_its_verify_flags() -> None:
+    invocation = make_pinned(GITHUB_PINS, command="reconcile", url="oci://r.io/app:main", name="web")
+    assert invocation.argv == (
+        "reconcile", "oci://r.io/app:main", "--name", "web",
+        "--verify-identity", GITHUB_PINS["certificate_identity"],
+        "--verify-issuer", "https://token.actions.githubusercontent.com",
+        "--verify-github-repository", "my-org/app",
+        "--verify-github-ref", "refs/heads/main",
+        "--verify-github-workflow-trigger", "push",
+        "--verify-github-workflow-sha", "a" * 40,
+        "--verify-github-workflow-name", "release",
+        "--output", "json",
+    )  # fmt: skip
+
+
+def test_the_planned_flags_are_the_clis(capsys: pytest.CaptureFixture[str]) -> None:
+    """Each planned flag parses: the CLI refuses the unpinned reusable workflow, not a flag."""
+    from lockgate import cli
+
+    unpinned = {k: v for k, v in GITHUB_PINS.items() if not k.endswith("repository")}
+    for command, flag in (("verify", "--certificate-identity"), ("reconcile", "--verify-identity")):
+        argv = make_pinned(unpinned, command=command, url="oci://127.0.0.1:1/app:main", name="web").argv
+        assert cli.main(list(argv)) == 2
+        assert capsys.readouterr().err.startswith(f"error: {flag} 'https://github.com/lockgate-dev/")

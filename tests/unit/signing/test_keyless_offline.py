@@ -8,6 +8,8 @@ type; the default policy (cosign's signature predicate) must refuse it.
 
 from __future__ import annotations
 
+import re
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -15,6 +17,7 @@ from sigstore.models import TrustedRoot
 from sigstore.verify import Verifier
 
 from lockgate.errors import VerificationError
+from lockgate.signing.github import GitHubClaims
 from lockgate.signing.policy import KeylessPolicy, Match
 from lockgate.signing.verify import trust_root_verifier, verify_keyless_bundle
 
@@ -27,6 +30,22 @@ IDENTITY = (
 )
 ISSUER = "https://token.actions.githubusercontent.com"
 SLSA = "https://slsa.dev/provenance/v1"
+#: what the certificate's raw GitHub extensions (.1.2-.1.6) say about the run that signed
+RUN = GitHubClaims(
+    repository="sigstore-conformance/extremely-dangerous-public-oidc-beacon",
+    ref="refs/heads/main",
+    workflow_trigger="workflow_dispatch",
+    workflow_sha="977e8d08554ca9bda279c96e91be2119fb67c730",
+    workflow_name="Extremely dangerous OIDC beacon",
+)
+#: each claim pinned to another value: (pin, the field named, the value found)
+OTHER = {
+    "repository": ("acme/app", "githubRepository", RUN.repository),
+    "ref": ("refs/heads/feature", "githubRef", RUN.ref),
+    "workflow_trigger": ("push", "githubWorkflowTrigger", RUN.workflow_trigger),
+    "workflow_sha": ("0" * 40, "githubWorkflowSha", RUN.workflow_sha),
+    "workflow_name": ("Release", "githubWorkflowName", RUN.workflow_name),
+}
 
 
 @pytest.fixture(scope="module")
@@ -52,13 +71,11 @@ def policy(**changes: object) -> KeylessPolicy:
             "issuer regexp",
             policy(issuer=Match(r"https://token\.actions\.githubusercontent\.com", regexp=True)),
         ),
-        (
-            "github claims",
-            policy(
-                github_repository="sigstore-conformance/extremely-dangerous-public-oidc-beacon",
-                github_ref="refs/heads/main",
-            ),
-        ),
+        ("all five github claims", policy(github=RUN)),
+        *[
+            (f"github {name}", policy(github=GitHubClaims(**{name: getattr(RUN, name)})))
+            for name in OTHER
+        ],
     ],
 )
 def test_accepts(name: str, accepted: KeylessPolicy, verifier: Verifier) -> None:
@@ -88,13 +105,21 @@ def test_accepts(name: str, accepted: KeylessPolicy, verifier: Verifier) -> None
             SUBJECT,
             "identity: expected matching /sigstore-conformance/",
         ),
+        *[
+            (
+                f"other github {name}",
+                policy(github=GitHubClaims(**{name: pin})),
+                SUBJECT,
+                re.escape(f"{field}: expected {pin!r}, found {found!r}"),
+            )
+            for name, (pin, field, found) in OTHER.items()
+        ],
         (
-            "other repository",
-            policy(github_repository="acme/app"),
+            "one claim of five differs",
+            policy(github=replace(RUN, ref="refs/heads/feature")),
             SUBJECT,
-            "GitHub repository: expected 'acme/app'",
+            "policy: githubRef: expected 'refs/heads/feature', found 'refs/heads/main'$",
         ),
-        ("other ref", policy(github_ref="refs/tags/v1"), SUBJECT, "GitHub ref: expected 'refs/tags/v1'"),
         ("moved to another digest", policy(), "sha256:" + "00" * 32, "made for another artifact"),
         (
             "not a cosign signature",

@@ -8,7 +8,15 @@ import pytest
 
 from lockgate.errors import UsageError
 from lockgate.signing import keys
-from lockgate.signing.options import VERIFY_FLAGS, Spelling, VerifyOptions, build_policy
+from lockgate.signing.github import GitHubClaims
+from lockgate.signing.options import (
+    VERIFY_FLAGS,
+    Spelling,
+    VerifyOptions,
+    build_policy,
+    field_spelling,
+    policy_warnings,
+)
 from lockgate.signing.policy import KeylessPolicy, KeyPolicy
 
 #: a made-up document's field names: errors must use whatever spelling they are given
@@ -59,9 +67,73 @@ def test_key_and_keyless_policies(tmp_path: Path) -> None:
     assert isinstance(key_policy, KeyPolicy) and key_policy.source == str(pub)
     keyless = build_policy(
         VerifyOptions(
-            identity_regexp="https://github.com/org/.+", issuer="https://issuer", github_ref="refs/heads/main"
+            identity_regexp="https://github.com/org/.+",
+            issuer="https://issuer",
+            github=GitHubClaims(ref="refs/heads/main"),
         ),
         VERIFY_FLAGS,
     )
     assert isinstance(keyless, KeylessPolicy)
-    assert keyless.identity.regexp and not keyless.issuer.regexp and keyless.github_ref == "refs/heads/main"
+    assert keyless.identity.regexp and not keyless.issuer.regexp
+    assert keyless.github == GitHubClaims(ref="refs/heads/main")
+
+
+OWN = "https://github.com/lockgate-dev/lockgate/.github/workflows/publish.yml@refs/tags/v1"
+ACTIONS = "https://token.actions.githubusercontent.com"
+
+
+@pytest.mark.parametrize(
+    ("spelling", "identity", "add"),
+    [
+        (VERIFY_FLAGS, "--certificate-identity", "add --certificate-github-workflow-repository OWNER/NAME"),
+        (
+            field_spelling("spec.verify."),
+            "spec.verify.identity",
+            "add spec.verify.githubRepository: OWNER/NAME",
+        ),
+        (
+            field_spelling("spec.verify.attestations[0]."),
+            "spec.verify.attestations[0].identity",
+            "add spec.verify.attestations[0].githubRepository: OWNER/NAME",
+        ),
+    ],
+    ids=["verify", "sync", "attestation"],
+)
+def test_lockgates_own_workflow_without_the_repository_is_refused_spelled_as_written(
+    spelling: Spelling, identity: str, add: str
+) -> None:
+    with pytest.raises(UsageError) as refused:
+        build_policy(VerifyOptions(identity=OWN, issuer=ACTIONS), spelling)
+    message = refused.value.message
+    assert message.startswith(f"{identity} '{OWN}' is one of lockgate's reusable workflows")
+    assert "signs for every repository that calls it" in message and add in message
+    pinned = build_policy(
+        VerifyOptions(identity=OWN, issuer=ACTIONS, github=GitHubClaims(repository="my-org/app")), spelling
+    )
+    assert isinstance(pinned, KeylessPolicy) and pinned.github.repository == "my-org/app"
+    assert policy_warnings(pinned, spelling) == ()
+
+
+def test_another_workflow_identity_without_the_repository_loads_with_a_warning() -> None:
+    options = VerifyOptions(
+        identity_regexp=r"https://github\.com/my-org/ci/\.github/workflows/build\.yml@.+", issuer=ACTIONS
+    )
+    policy = build_policy(options, field_spelling("spec.verify."))
+    (warning,) = policy_warnings(policy, field_spelling("spec.verify."))
+    assert warning.startswith("spec.verify.identityRegexp 'https://github")
+    assert "is a GitHub Actions workflow identity and spec.verify.githubRepository is not set" in warning
+    assert "a reusable workflow signs for every repository that calls it" in warning
+    assert warning.endswith("set spec.verify.githubRepository: OWNER/NAME")
+    # an e-mail identity, a key, no policy: nothing to say
+    email = build_policy(
+        VerifyOptions(identity="me@example.com", issuer="https://accounts.google.com"), FIELDS
+    )
+    assert policy_warnings(email, FIELDS) == ()
+    assert policy_warnings(None, FIELDS) == ()
+
+
+def test_a_key_with_github_pins_names_them() -> None:
+    options = VerifyOptions(key=Path("k.pub"), github=GitHubClaims(ref="refs/heads/main"))
+    with pytest.raises(UsageError) as refused:
+        build_policy(options, VERIFY_FLAGS)
+    assert refused.value.message == "--key cannot be combined with --certificate-github-workflow-ref"
