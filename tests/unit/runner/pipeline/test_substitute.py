@@ -105,3 +105,14 @@ def test_a_number_in_substitute_is_refused(tmp_path: Path) -> None:
         config.load(path)
     assert "spec.postBuild.substitute.A: expected a string, got a number" in caught.value.message
     assert "expected one of ConfigMap, Secret" in caught.value.message
+
+
+def test_values_a_secret_variable_went_into_are_marked_on_the_object() -> None:
+    obj = substitute.substitute_object(
+        _obj({"url": "postgres://u:${PW}@db", "upper": "${PW^^}", "n": "${N}", "user": "${USER}"}),
+        {"PW": "pa55", "N": "7", "USER": "app"},
+        secret={"PW", "N"},
+    )
+    assert obj.body["data"] == {"url": "postgres://u:pa55@db", "upper": "PA55", "n": 7, "user": "app"}
+    assert obj.secret.holds("postgres://u:pa55@db") and obj.secret.holds("PA55") and obj.secret.holds(7)
+    assert not obj.secret.holds("app")
