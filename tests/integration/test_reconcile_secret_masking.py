@@ -78,6 +78,13 @@ def _templates(ns: str) -> dict[str, str]:
     return {"app.yaml": dump(namespace(ns), app, settings)}
 
 
+def _result(out: str) -> dict[str, Any]:
+    """The one sync's result of ``reconcile --config ... -o json`` (a list, one per sync)."""
+    (result,) = json.loads(out)
+    assert isinstance(result, dict)
+    return result
+
+
 def _changes(document: dict[str, Any], kind: str, name: str) -> dict[str, tuple[Any, Any]]:
     (entry,) = [o for o in document["objects"] if o["kind"] == kind and o["name"] == name]
     return {c["path"]: (c.get("before"), c.get("after")) for c in entry.get("changes", [])}
@@ -122,7 +129,7 @@ def test_a_secret_substituted_into_a_deployment_and_a_configmap_then_changed_sho
     _variables(cluster, runner, 1, user="app-user-2", region="eu-west-2")
     dry = cli(cluster, "--config", str(config), "--dry-run", "-o", "json")
     assert dry.code == 0, dry.err
-    planned = json.loads(dry.out)
+    planned = _result(dry.out)
     deploy = _changes(planned, "Deployment", "app")
     for field in ("PASSWORD", "DB_URL", "PIN"):
         assert deploy[f"{ENV}[name={field}].value"] == MASKED, deploy
@@ -146,7 +153,7 @@ def test_a_secret_substituted_into_a_deployment_and_a_configmap_then_changed_sho
     _variables(cluster, runner, 2, user="app-user-2", region="eu-west-2")
     again = cli(cluster, "--config", str(config), "-o", "json")
     assert again.code == 0, again.err
-    deploy = _changes(json.loads(again.out), "Deployment", "app")
+    deploy = _changes(_result(again.out), "Deployment", "app")
     assert {path: change for path, change in deploy.items()} == {
         f"{ENV}[name={field}].value": MASKED for field in ("PASSWORD", "DB_URL", "PIN")
     }
@@ -239,7 +246,7 @@ def test_decrypted_values_in_a_configmap_and_a_custom_kind_show_only_masks(
     config = sync_file(tmp_path / "s1.yaml", unique, artifact(1), runner, decryption=decryption)
     dry = cli(cluster, "--config", str(config), "--dry-run", "-o", "json")
     assert dry.code == 0, dry.err
-    planned = json.loads(dry.out)
+    planned = _result(dry.out)
     assert _changes(planned, "ConfigMap", "settings") == {
         "data.apiKey": MASKED,
         "data.pin": MASKED,
@@ -335,7 +342,7 @@ def test_a_refusal_quoting_a_secret_value_shows_it_masked(
     _secret(cluster, runner, "team", {"team": refused})
     run = cli(cluster, "--config", str(config), "-o", "json")
     assert run.code != 0, run.out
-    error = json.loads(run.out)["error"]["message"]
+    error = _result(run.out)["error"]["message"]
     assert "Invalid value" in error and "***" in error, error
     _nothing_secret(run.out + run.err, refused)
     _nothing_secret(_stored(cluster, runner, unique), refused)
