@@ -25,7 +25,7 @@ from typing import Any
 
 import yaml
 
-from lockgate import envsubst, manifests
+from lockgate import envsubst, fastyaml, manifests
 from lockgate.diff.secret_values import SecretValues
 from lockgate.errors import LockgateError, RenderError, UsageError
 from lockgate.manifests import K8sObject
@@ -136,7 +136,7 @@ def _scalars_in(text: str, spans: Sequence[tuple[int, int]]) -> list[Any]:
     """The scalars of the YAML ``text`` that overlap a span, as written and as read."""
     found: list[Any] = []
     constructor = yaml.SafeLoader("")
-    pending = [yaml.compose(text, Loader=yaml.SafeLoader)]
+    pending = [yaml.compose(text, Loader=fastyaml.Loader)]  # libyaml's marks count characters too
     while pending:
         node = pending.pop()
         if isinstance(node, yaml.MappingNode):

@@ -109,10 +109,24 @@ def test_a_number_in_substitute_is_refused(tmp_path: Path) -> None:
 
 def test_values_a_secret_variable_went_into_are_marked_on_the_object() -> None:
     obj = substitute.substitute_object(
-        _obj({"url": "postgres://u:${PW}@db", "upper": "${PW^^}", "n": "${N}", "user": "${USER}"}),
-        {"PW": "pa55", "N": "7", "USER": "app"},
+        _obj(
+            {
+                "url": "postgres://u:${PW}@db",
+                "upper": "${PW^^}",
+                "n": "${N}",
+                "user": "${USER}",
+                "ä": "ö-${PW}",
+            }
+        ),
+        {"PW": "pa55", "N": "7", "USER": "äpp"},
         secret={"PW", "N"},
     )
-    assert obj.body["data"] == {"url": "postgres://u:pa55@db", "upper": "PA55", "n": 7, "user": "app"}
-    assert obj.secret.holds("postgres://u:pa55@db") and obj.secret.holds("PA55") and obj.secret.holds(7)
-    assert not obj.secret.holds("app")
+    assert obj.body["data"] == {
+        "url": "postgres://u:pa55@db",
+        "upper": "PA55",
+        "n": 7,
+        "user": "äpp",
+        "ä": "ö-pa55",
+    }
+    assert obj.secret.values == {"postgres://u:pa55@db", "PA55", "7", "ö-pa55"}
+    assert obj.secret.holds(7) and not obj.secret.holds("äpp")
