@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Set
 from dataclasses import dataclass, field
 
 from lockgate.errors import LockgateError
@@ -593,6 +593,41 @@ def evaluate(template: str, variables: Mapping[str, str], *, strict: bool = True
     out: list[str] = []
     _eval(tree, (lambda name: variables.get(name)) if strict else (lambda name: variables.get(name, "")), out)
     return "".join(out)
+
+
+def evaluate_marked(
+    template: str, variables: Mapping[str, str], secret: Set[str]
+) -> tuple[str, list[tuple[int, int]]]:
+    """``evaluate`` in strict mode, and where in the output a ``secret`` variable went.
+
+    The spans are ``(start, end)`` offsets of every ``${...}`` whose value read one of the
+    ``secret`` names, in its own name or in an argument (``${A:-${SECRET}}``), so what a
+    substitution derived from a secret (``${TOKEN^^}``, ``${TOKEN:0:8}``) is marked too.
+    """
+    out: list[str] = []
+    spans: list[tuple[int, int]] = []
+    length = 0
+    read: list[str] = []
+
+    def lookup(name: str) -> str | None:
+        read.append(name)
+        return variables.get(name)
+
+    pending: list[_Node] = [_Parser(template).any()]
+    while pending:
+        node = pending.pop()
+        if isinstance(node, _List):
+            pending.extend(reversed(node.nodes))
+            continue
+        read.clear()
+        parts: list[str] = []
+        _eval(node, lookup, parts)
+        text = "".join(parts)
+        if text and any(name in secret for name in read):
+            spans.append((length, length + len(text)))
+        out.append(text)
+        length += len(text)
+    return "".join(out), spans
 
 
 def check_names(variables: Mapping[str, str]) -> None:

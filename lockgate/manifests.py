@@ -17,6 +17,8 @@ from typing import Any, NoReturn
 import yaml
 
 from lockgate import fastyaml
+from lockgate.diff import secret_values
+from lockgate.diff.secret_values import SecretValues
 from lockgate.errors import RenderError
 
 YAML_SUFFIXES = (".yaml", ".yml")
@@ -42,6 +44,8 @@ class K8sObject:
     body: dict[str, Any] = field(repr=False)
     file: str
     line: int
+    #: its values that are secret by origin (decrypted, substituted from a Secret); see secret_values
+    secret: SecretValues = field(default=secret_values.NONE, repr=False, compare=False)
 
     @property
     def api_version(self) -> str:

@@ -1,10 +1,15 @@
 """Commit messages from Flux's ``messageTemplate`` (a Go ``text/template``), a subset.
 
 Flux renders ``git.commit.messageTemplate`` with Go's text/template over ``TemplateData``:
-``.AutomationObject`` (prints ``namespace/name``), ``.Changed.FileChanges`` (file ->
-object -> changes), ``.Changed.Objects`` (object -> changes), ``.Changed.Changes`` and
-``.Values``; a change has ``.OldValue``, ``.NewValue``, ``.Setter``; an object has
-``.Kind``, ``.Name``, ``.Namespace``, ``.APIVersion``. This interpreter covers what
+``.AutomationObject`` (``.Name``, ``.Namespace``; prints ``namespace/name``),
+``.Changed.FileChanges`` (file -> object -> changes), ``.Changed.Objects`` (object ->
+changes), ``.Changed.Changes`` and ``.Values`` (``messageTemplateValues``); a change has
+``.OldValue``, ``.NewValue``, ``.Setter``; an object has ``.Kind``, ``.Name``,
+``.Namespace``, ``.APIVersion``. ``update.template_data`` builds exactly that as plain
+data (``Record``, dicts, lists, strings), and a field chain resolves only names that data
+holds: like Go's, a template cannot reach anything it was not handed (no Python
+attributes, no ``os.environ``), and a name it was not handed is a ``TemplateError`` naming
+it, a ``.Values`` key missing from ``messageTemplateValues`` included. This interpreter covers what
 Flux's documented templates use: text, ``{{- -}}`` trimming, comments, field chains on
 ``.`` and ``$variables``, ``range`` (with ``$k, $v :=``, maps in sorted key order),
 ``if``/``else``/``with``/``end``, and the functions ``len``, ``print``, ``println``,
@@ -28,8 +33,31 @@ _TOKEN = re.compile(
 )
 
 
+_VALUES_HINT = "; .Values holds spec.git.commit.messageTemplateValues: set the key there"
+
+
 class TemplateError(UsageError):
     pass
+
+
+@dataclass(frozen=True)
+class Record:
+    """A Go struct as a template sees it: its documented fields and nothing else.
+
+    Templates get only records, maps (``dict``), lists and strings: plain data. Field access
+    looks names up in ``fields``, never with ``getattr``, so a template reaches exactly what it
+    was handed, as in Go, where unexported fields and the runtime are out of reach.
+    """
+
+    type_name: str
+    fields: Mapping[str, Any]
+    text: str | None = None  #: what printing it shows, for types with a Go ``String()`` method
+
+    def __hash__(self) -> int:  # records are map keys (``.Changed.Objects``)
+        return hash((self.type_name, tuple(self.fields.items())))
+
+    def __lt__(self, other: Record) -> bool:  # Go ranges over struct keys in field order
+        return tuple(self.fields.values()) < tuple(other.fields.values())
 
 
 @dataclass
@@ -101,12 +129,21 @@ def _parse(
     return nodes, pos, ""
 
 
-def _field(value: Any, name: str) -> Any:
+def _field(value: Any, name: str, path: str) -> Any:
+    """``value.name`` as Go resolves it on plain data; ``path`` is the chain so far, for errors."""
+    where = f"commit message template: can't evaluate {path}.{name}"
+    if isinstance(value, Record):
+        if name not in value.fields:
+            known = ", ".join(value.fields)
+            raise TemplateError(f"{where}: {value.type_name} has no field {name} (its fields: {known})")
+        return value.fields[name]
     if isinstance(value, Mapping):
-        return value.get(name, "")
-    if not hasattr(value, name):
-        raise TemplateError(f"commit message template: can't evaluate field {name} in {type(value).__name__}")
-    return getattr(value, name)
+        if name not in value:
+            keys = ", ".join(sorted(str(k) for k in value)) or "none"
+            hint = _VALUES_HINT if path.endswith(".Values") else ""
+            raise TemplateError(f"{where}: no key {name!r} in {path or '.'} (its keys: {keys}){hint}")
+        return value[name]
+    raise TemplateError(f"{where}: {path or '.'} is {_go_type(value)}, which has no fields")
 
 
 def _term(word: str, dot: Any, scope: Mapping[str, Any]) -> Any:
@@ -121,27 +158,58 @@ def _term(word: str, dot: Any, scope: Mapping[str, Any]) -> Any:
         value = dot
     else:
         raise TemplateError(f"commit message template: unsupported term {word!r}")
+    path = head
     for name in names:
         if name:
-            value = _field(value, name)
+            value = _field(value, name, path)
+            path = f"{path}.{name}"
     return value
 
 
+def _go_type(value: Any) -> str:
+    if isinstance(value, Record):
+        return f"a {value.type_name}"
+    if isinstance(value, Mapping):
+        return "a map"
+    if isinstance(value, list | tuple):
+        return "a list"
+    return "a string" if isinstance(value, str) else f"a {type(value).__name__}"
+
+
 def _text(value: Any) -> str:
+    """Go's ``fmt.Print`` spelling of a value."""
     if isinstance(value, bool):
         return "true" if value else "false"
+    if isinstance(value, Record):
+        if value.text is not None:
+            return value.text
+        return "{" + " ".join(_text(v) for v in value.fields.values()) + "}"
+    if isinstance(value, Mapping):
+        return "map[" + " ".join(f"{_text(k)}:{_text(v)}" for k, v in sorted(value.items())) + "]"
     if isinstance(value, list | tuple):
         return "[" + " ".join(_text(v) for v in value) + "]"
     return str(value)
 
 
+def _len(value: Any) -> int:
+    if isinstance(value, str | list | tuple | Mapping):
+        return len(value)
+    raise TemplateError(f"commit message template: len of {_go_type(value)}")
+
+
+def _join(sep: Any, items: Any) -> str:
+    if not isinstance(items, list | tuple):
+        raise TemplateError(f"commit message template: join needs a list, got {_go_type(items)}")
+    return _text(sep).join(_text(v) for v in items)
+
+
 _FUNCS: dict[str, Callable[..., Any]] = {
-    "len": lambda *a: len(a[0]),
+    "len": lambda *a: _len(*a),
     "print": lambda *a: "".join(_text(v) for v in a),
     "println": lambda *a: " ".join(_text(v) for v in a) + "\n",
     "upper": lambda *a: _text(a[0]).upper(),
     "lower": lambda *a: _text(a[0]).lower(),
-    "join": lambda *a: _text(a[0]).join(_text(v) for v in a[1]),
+    "join": lambda *a: _join(*a),
 }
 
 
@@ -181,7 +249,13 @@ def _range(node: _Node, dot: Any, scope: dict[str, Any], out: list[str]) -> None
         names = [w for w in words[:split] if w != ","]
         words = words[split + 1 :]
     value = _eval(words, dot, scope)
-    pairs = sorted(value.items()) if isinstance(value, Mapping) else list(enumerate(value))
+    if isinstance(value, Mapping):
+        pairs = sorted(value.items(), key=lambda pair: pair[0])
+    elif isinstance(value, list | tuple):
+        pairs = list(enumerate(value))
+    else:
+        action = f"{{{{range {' '.join(words)}}}}}"
+        raise TemplateError(f"commit message template: {action}: can't range over {_go_type(value)}")
     if not pairs:
         _render(node.otherwise or [], dot, scope, out)
     for key, item in pairs:
@@ -193,8 +267,8 @@ def _range(node: _Node, dot: Any, scope: dict[str, Any], out: list[str]) -> None
         _render(node.body or [], item, inner, out)
 
 
-def render(template: str, data: Any) -> str:
-    """Render ``template`` (Flux's default when empty) against ``data``."""
+def render(template: str, data: Record) -> str:
+    """Render ``template`` (Flux's default when empty) against ``data``, plain data only."""
     nodes, _, _ = _parse(_lex(template or DEFAULT))
     out: list[str] = []
     _render(nodes, data, {"$": data}, out)

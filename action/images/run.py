@@ -259,12 +259,20 @@ def update_from(
     if not automations:
         raise UsageError(f"no ImageUpdateAutomation or ImageAutomation found under {root}")
     out = UpdateReport(report)
+    plans: list[tuple[Automation, setters.Setters, TreeResult] | None] = []
     for automation in automations:
         if automation.suspended:
-            out.automations.append(AutomationReport(automation, TreeResult(), suspended=True))
+            plans.append(None)
             continue
         table = update.setters_for(report.config, automation, report.results)
         plan = update.rewrite_tree(root, automation.update_path, table)
+        update.commit_message(automation, plan)  # a bad messageTemplate stops here, before any write
+        plans.append((automation, table, plan))
+    for automation, planned in zip(automations, plans, strict=True):
+        if planned is None:
+            out.automations.append(AutomationReport(automation, TreeResult(), suspended=True))
+            continue
+        _, table, plan = planned
         diff = update.unified_diff(plan)
         if dry_run or not git.commit:
             if not dry_run:
@@ -308,8 +316,9 @@ def _commit(
     def apply(repo: Path) -> gitops.Applied | None:
         tree = update.rewrite_tree(repo, automation.update_path, table)
         committed.append(tree)
+        text = update.commit_message(automation, tree)  # before writing: a failing template leaves no files
         paths = update.write(repo, tree)
-        return gitops.Applied(tuple(paths), update.commit_message(automation, tree)) if paths else None
+        return gitops.Applied(tuple(paths), text) if paths else None
 
     outcome = gitops.commit_and_push(
         root,

@@ -16,7 +16,7 @@ from __future__ import annotations
 import difflib
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from action.images import files, markers, message, setters
@@ -151,57 +151,46 @@ def unified_diff(tree: TreeResult) -> str:
 
 
 # --- the data Flux's messageTemplate sees (field names as in Go) ------------------------
+# Plain records, maps and lists of strings (see message.Record): the field names are the
+# template's API, and nothing else is reachable from a template.
 
 
-@dataclass(frozen=True, order=True)
-class TemplateObject:
-    """Field names are Go's: they are the template's API."""
-
-    APIVersion: str
-    Kind: str
-    Namespace: str
-    Name: str
+def _template_object(api_version: str, kind: str, namespace: str, name: str) -> message.Record:
+    # field order is the sort order of ``range`` over ``.Changed.Objects``
+    fields = {"APIVersion": api_version, "Kind": kind, "Namespace": namespace, "Name": name}
+    return message.Record("ObjectIdentifier", fields)
 
 
-@dataclass(frozen=True)
-class TemplateChange:
-    OldValue: str
-    NewValue: str
-    Setter: str
+def _template_change(old: str, new: str, setter: str) -> message.Record:
+    return message.Record("Change", {"OldValue": old, "NewValue": new, "Setter": setter})
 
 
-@dataclass(frozen=True)
-class TemplateChanged:
-    FileChanges: dict[str, dict[TemplateObject, list[TemplateChange]]]
-    Objects: dict[TemplateObject, list[TemplateChange]]
-    Changes: list[TemplateChange]
-
-
-@dataclass(frozen=True)
-class TemplateData:
-    AutomationObject: str
-    Changed: TemplateChanged
-    Values: dict[str, str] = field(default_factory=dict)
-
-
-def template_data(automation: Automation, tree: TreeResult) -> TemplateData:
-    files: dict[str, dict[TemplateObject, list[TemplateChange]]] = {}
-    objects: dict[TemplateObject, list[TemplateChange]] = {}
-    changes: list[TemplateChange] = []
+def template_data(automation: Automation, tree: TreeResult) -> message.Record:
+    files: dict[str, dict[message.Record, list[message.Record]]] = {}
+    objects: dict[message.Record, list[message.Record]] = {}
+    changes: list[message.Record] = []
     for result in tree.changed:
         for change in result.changes:
             obj = change.object
-            key = TemplateObject(obj.api_version, obj.kind, obj.namespace, obj.name)
-            item = TemplateChange(change.old, change.new, change.setter)
+            key = _template_object(obj.api_version, obj.kind, obj.namespace, obj.name)
+            item = _template_change(change.old, change.new, change.setter)
             files.setdefault(result.path, {}).setdefault(key, []).append(item)
             objects.setdefault(key, []).append(item)
             if item not in changes:
                 changes.append(item)
-    automation_name = f"{automation.key.namespace}/{automation.key.name}"
-    return TemplateData(
-        automation_name, TemplateChanged(files, objects, changes), dict(automation.template_values)
+    namespace, name = automation.key.namespace, automation.key.name
+    automation_object = message.Record(
+        "NamespacedName", {"Name": name, "Namespace": namespace}, text=f"{namespace}/{name}"
+    )
+    changed = message.Record("Result", {"FileChanges": files, "Objects": objects, "Changes": changes})
+    values = dict(automation.template_values)
+    return message.Record(
+        "TemplateData", {"AutomationObject": automation_object, "Changed": changed, "Values": values}
     )
 
 
 def commit_message(automation: Automation, tree: TreeResult) -> str:
-    return message.render(automation.message_template, template_data(automation, tree))
+    try:
+        return message.render(automation.message_template, template_data(automation, tree))
+    except message.TemplateError as exc:
+        raise message.TemplateError(f"{automation.where or automation.key}: {exc.message}") from None

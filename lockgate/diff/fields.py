@@ -1,4 +1,4 @@
-"""Field-level changes between two versions of an object, with readable paths and masked Secrets.
+"""Field-level changes between two versions of an object, with readable paths and masked secrets.
 
 Pure. Both sides are normalised first (``normalize``). Paths read as a person writes them:
 ``spec.replicas``, ``metadata.labels["app.kubernetes.io/name"]``, and lists of named items
@@ -6,7 +6,8 @@ are matched by name rather than position, so inserting a container does not repo
 container after it as changed: ``spec.template.spec.containers[name=web].image``. A field
 present on one side only has ``ABSENT`` on the other (one notion of "not there" for the
 whole tree). The values of a Secret's ``data``/``stringData`` never leave this module:
-they are compared, then replaced by Flux's masks (``*** (before)``, ``*** (after)``).
+they are compared, then replaced by Flux's masks (``*** (before)``, ``*** (after)``); so
+is any change holding a value that is secret by origin (``secret_values``), in any kind.
 
 Why a hand walk and not deepdiff: on a 5,000-object drift pass deepdiff was about 15 times
 slower, and slower again when asked to match list items by name (``bench/bench_diff.py``).
@@ -20,7 +21,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
+from lockgate.diff import secret_values
 from lockgate.diff.normalize import normalise
+from lockgate.diff.secret_values import SecretValues
 
 MASK_BEFORE: Final = "*** (before)"
 MASK_AFTER: Final = "*** (after)"
@@ -168,18 +171,34 @@ def _metadata(obj: Mapping[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in metadata.items() if k not in ("name", "namespace")}
 
 
-def field_changes(before: Mapping[str, Any], after: Mapping[str, Any]) -> tuple[FieldChange, ...]:
-    """Every changed field from ``before`` to ``after`` (both normalised first), Secrets masked."""
+def _masked(change: FieldChange, secret: SecretValues) -> FieldChange:
+    """Both sides masked when either holds a secret value: the old one is likely the last secret."""
+    if not any(side is not ABSENT and secret.holds(side) for side in (change.before, change.after)):
+        return change
+    return FieldChange(
+        change.path,
+        ABSENT if change.before is ABSENT else MASK_BEFORE,
+        ABSENT if change.after is ABSENT else MASK_AFTER,
+    )
+
+
+def field_changes(
+    before: Mapping[str, Any], after: Mapping[str, Any], *, secret: SecretValues = secret_values.NONE
+) -> tuple[FieldChange, ...]:
+    """Every changed field from ``before`` to ``after`` (both normalised first), masked where a v1
+    Secret's entries or a ``secret`` value (by origin, ``secret_values``) would show."""
     old, new = normalise(dict(before)), normalise(dict(after))
     out: list[FieldChange] = []
     _walk(_metadata(old), _metadata(new), "metadata", out)
-    secret = is_secret(old) or is_secret(new)
+    a_secret = is_secret(old) or is_secret(new)
     # status is the controllers' report, not a change anyone made
     for key in sorted((old.keys() | new.keys()) - {"metadata", "status"}, key=str):
-        if secret and key in ("data", "stringData"):
+        if a_secret and key in ("data", "stringData"):
             _secret_values(old.get(key), new.get(key), key, out)
         else:
             _walk(old.get(key, ABSENT), new.get(key, ABSENT), child("", key), out)
+    if secret:
+        return tuple(_masked(change, secret) for change in out)
     return tuple(out)
 
 

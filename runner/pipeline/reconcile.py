@@ -29,7 +29,7 @@ from runner.kube.client import Kube
 from runner.kube.discovery import Resource
 from runner.pipeline import attesting, decrypt, notifications, secretrefs, source, substitute
 from runner.pipeline.result import Result
-from runner.plan import history, kinds, placement, prune_plan
+from runner.plan import history, kinds, placement, prune_plan, secret_origin
 from runner.plan.desired import Desired, prepare
 from runner.plan.history import Outcome, Summary
 from runner.plan.inventory import Member
@@ -411,10 +411,14 @@ def reconcile(
         client = client or Kube.from_kubeconfig(kubeconfig, context=context, pool=options.concurrency + 4)
         # decrypted per object before substitution (as Flux), through the runner's own client
         objects = decrypt.apply(fetched.objects, options.decryption, client, result.namespace)
+        secret_variables: list[str] = []
         if options.post_build is not None and options.post_build.wanted:
             # the runner's own client, as for secretRefs: the sources live in the runner namespace
             variables = substitute.load_variables(options.post_build, client, result.namespace)
             objects = substitute.apply(objects, variables, always=options.post_build.always)
+            secret_variables = [variables.values[name] for name in variables.secret]
+        # what is secret by origin goes with the objects to their diffs (lockgate.diff.secret_values)
+        objects = secret_origin.share(objects, secret_variables)
         writer = _writer(client, options, result.namespace, guard)
         run = Pass(writer, options, result, request=requested_at)
         result.previous_digest = run.inventory.digest

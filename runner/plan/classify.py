@@ -12,9 +12,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from lockgate.diff import fields
+from lockgate.diff import fields, secret_values
 from lockgate.diff.changeset import Action
 from lockgate.diff.fields import FieldChange
+from lockgate.diff.secret_values import SecretValues
 from runner.plan import takeover
 from runner.plan.desired import Desired
 
@@ -52,10 +53,17 @@ def fast_unchanged(item: Desired, live: dict[str, Any], *, recorded_hash: str, m
     )
 
 
-def compare(live: dict[str, Any], after: dict[str, Any], *, took_over: bool) -> Classification:
-    """Classify by the object before and after an apply (or its dry run)."""
+def compare(
+    live: dict[str, Any],
+    after: dict[str, Any],
+    *,
+    took_over: bool,
+    secret: SecretValues = secret_values.NONE,
+) -> Classification:
+    """Classify by the object before and after an apply (or its dry run); ``secret``: the
+    object's values that are secret by origin, masked in the field changes."""
     if fields.is_drifted(live, after):
-        return Classification(Action.CONFIGURED, fields.field_changes(live, after), took_over)
+        return Classification(Action.CONFIGURED, fields.field_changes(live, after, secret=secret), took_over)
     if took_over:
         return Classification(Action.CONFIGURED, takeover=True, reason="fields taken over from kubectl")
     return Classification(Action.UNCHANGED)

@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
+from lockgate.diff import secret_values
+from lockgate.diff.secret_values import SecretValues
 from lockgate.errors import RenderError
 from lockgate.manifests import K8sObject, ObjectKey
 from runner.plan import applyset, policy
@@ -23,6 +25,8 @@ class Desired:
     policy: policy.ObjectPolicy
     hash: str
     origin: str = ""
+    #: its values that are secret by origin, masked in its diff and in messages about it
+    secret: SecretValues = field(default=secret_values.NONE, repr=False, compare=False)
 
     @property
     def api_version(self) -> str:
@@ -58,4 +62,5 @@ def prepare(obj: K8sObject, set_id: str) -> Desired:
         policy=policy.policy_of(body, where=f"{obj.key} ({obj.origin})"),
         hash=content_hash(body),
         origin=obj.origin,
+        secret=obj.secret,
     )

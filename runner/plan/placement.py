@@ -67,9 +67,9 @@ def place(
                     f"{obj.origin}: {obj.key} is namespaced but names no namespace; "
                     "set metadata.namespace or pass --target-namespace"
                 )
-            moved = K8sObject(_with_namespace(obj.body, target_namespace), obj.file, obj.line)
+            moved = K8sObject(_with_namespace(obj.body, target_namespace), obj.file, obj.line, obj.secret)
         elif scoped is False and obj.namespace:
-            moved = K8sObject(_with_namespace(obj.body, None), obj.file, obj.line)
+            moved = K8sObject(_with_namespace(obj.body, None), obj.file, obj.line, obj.secret)
         if moved.key in seen:
             raise RenderError(
                 f"{obj.origin}: {moved.key} collides with {seen[moved.key].origin} after placement"

@@ -73,9 +73,8 @@ def _about(item: Desired, exc: LockgateError) -> LockgateError:
     the credentials are refused) are not about the object and keep their class and exit code."""
     if not isinstance(exc, ApplyError):
         return exc
-    message = (
-        f"{item.key} (from {item.origin}): {exc.message}" if item.origin else f"{item.key}: {exc.message}"
-    )
+    detail = item.secret.scrub(exc.message)  # a server may quote the value it refused
+    message = f"{item.key} (from {item.origin}): {detail}" if item.origin else f"{item.key}: {detail}"
     return exc.about(message) if isinstance(exc, KubeError) else ApplyError(message)
 
 
@@ -189,7 +188,7 @@ class StageApplier:
             # the real pass takes kubectl's fields over first, so its apply removes those we
             # do not set: show exactly that, field by field
             dry = takeover.predict_after_takeover(live, dry, item.body, manager)
-        return classify.compare(live, dry, took_over=took_over)
+        return classify.compare(live, dry, took_over=took_over, secret=item.secret)
 
     def _update(self, item: Desired, res: Resource, live: dict[str, Any]) -> Entry:
         """Apply at once and classify by comparing the answer with the live copy.
@@ -207,7 +206,7 @@ class StageApplier:
             if exc.is_immutable:
                 return self._recreate(item, res, exc)
             raise
-        found = classify.compare(live, after, took_over=took_over)
+        found = classify.compare(live, after, took_over=took_over, secret=item.secret)
         return Entry(item.key, found.action, found.reason, found.changes)
 
     def _create(self, item: Desired, res: Resource) -> Entry:

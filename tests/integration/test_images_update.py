@@ -17,7 +17,15 @@ import pytest
 from action.images import commitsign, gitops, setters, update
 from action.images.model import Automation, NamespacedName
 from lockgate.errors import ExitCode, UsageError
-from tests.integration.images_support import LOCKGATE, GitHubStandIn, Run, lockgate, native_config, seed_tags
+from tests.integration.images_support import (
+    LOCKGATE,
+    GitHubStandIn,
+    Run,
+    flux_config,
+    lockgate,
+    native_config,
+    seed_tags,
+)
 from tests.world.gitremote import GitRemote
 from tests.world.registry import Registry
 
@@ -489,3 +497,49 @@ def test_strict_makes_out_of_scope_markers_a_failure(
     assert "--strict" in result.err
     # the run still did all it could, as every partial run does
     assert remote_file(url, tmp_path, "deploy/app.yaml").startswith(f"image: {registry.host}/{unique}:1.1.0 ")
+
+
+ENVIRON_WALK = "{{ with .__class__.__init__.__globals__.os.environ }}{{ .GITHUB_TOKEN }}{{ end }}"
+
+
+@pytest.mark.parametrize(
+    ("template", "field"),
+    [("{{ .Values.__class__ }}", ".Values.__class__"), (ENVIRON_WALK, ".__class__")],
+    ids=["values-class", "environ-walk"],
+)
+def test_template_reaching_past_its_data_is_refused_and_nothing_is_committed(
+    git_remote: GitRemote, registry: Registry, unique: str, tmp_path: Path, template: str, field: str
+) -> None:
+    """Issue 21 item 4: a template resolves only the fields Flux documents, never Python attributes."""
+    url = git_remote.create(unique)
+    work = tmp_path / "seed"
+    sh(tmp_path, "clone", "--quiet", url, str(work))
+    flux_config(work, "app", f"{registry.host}/{unique}")
+    quoted = template.replace("'", "''")
+    (work / "automation.yaml").write_text(
+        "apiVersion: image.toolkit.fluxcd.io/v1\nkind: ImageUpdateAutomation\n"
+        "metadata: {name: images, namespace: apps}\n"
+        "spec:\n  git:\n    commit:\n      author: {email: bot@example.com}\n"
+        f"      messageTemplate: '{quoted}'\n      messageTemplateValues: {{cluster: prod}}\n"
+        "  update: {path: deploy}\n"
+    )
+    (work / "deploy").mkdir()
+    (work / "deploy" / "app.yaml").write_text(
+        f'image: {registry.host}/{unique}:1.0.0 # {{"$imagepolicy": "apps:app"}}\n'
+    )
+    sh(work, "add", ".")
+    sh(work, "-c", "user.name=seed", "-c", "user.email=seed@example.com", "commit", "--quiet", "-m", "seed")
+    sh(work, "push", "--quiet", "origin", "HEAD:refs/heads/main")
+    seed_tags(registry.host, unique, ["1.0.0", "1.1.0"])
+    checkout = clone(url, tmp_path / "a")
+    head = sh(checkout, "rev-parse", "HEAD")
+    token = "ghs_never-in-a-commit-5b1f"
+    result = lockgate(
+        "images", "update", "--path", str(checkout), "--commit", "--push", env={"GITHUB_TOKEN": token}
+    )
+    assert result.code == ExitCode.USAGE, (result.code, result.out, result.err)
+    assert field in result.err and "commit message template" in result.err
+    assert token not in result.out + result.err
+    assert sh(checkout, "rev-parse", "HEAD") == head
+    assert sh(checkout, "status", "--porcelain") == ""  # no file was rewritten either
+    assert sh(checkout, "ls-remote", "origin", "refs/heads/main").split()[0] == head.strip()

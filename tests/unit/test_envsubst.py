@@ -84,3 +84,16 @@ def test_substr_counts_bytes_as_go() -> None:
     assert envsubst.evaluate("${A:-3}", {"A": "abcdef"}) == "abcdef"  # ":-" is the default operator
     assert envsubst.evaluate("${A: -3}", {"A": "abcdef"}) == "abcdef"  # " -3" is not a number
     assert envsubst.evaluate("${A:1:2}", {"A": "héllo"}) == "é"
+
+
+@pytest.mark.parametrize("case", [c for c in cases() if c.error is None], ids=lambda case: case.name)
+def test_marked_evaluation_renders_as_evaluation(case: Case) -> None:
+    output, _ = envsubst.evaluate_marked(case.template, case.vars, set(case.vars))
+    assert output == case.out
+
+
+def test_marked_evaluation_says_where_a_secret_variable_went_whole_derived_or_nested() -> None:
+    template = "a: ${USER}\nb: postgres://${USER}:${PW}@db\nc: ${PW^^}\nd: ${MISSING:-${PW}}\ne: $${PW}\n"
+    output, spans = envsubst.evaluate_marked(template, {"USER": "app", "PW": "pa55"}, {"PW"})
+    assert output == "a: app\nb: postgres://app:pa55@db\nc: PA55\nd: pa55\ne: ${PW}\n"
+    assert [output[start:end] for start, end in spans] == ["pa55", "PA55", "pa55"]

@@ -7,8 +7,9 @@ that hold an encrypted YAML, JSON, dotenv or INI document are decrypted one by o
 written in the format the entry's name says. An object annotated
 ``kustomize.toolkit.fluxcd.io/decrypt: Disabled`` (any case, as Flux) is left as it is.
 A pass without decryption refuses objects with a ``sops`` block rather than apply
-ciphertext. Errors name the object, the file and line it came from and, for a Secret
-entry, the entry; never a value.
+ciphertext. The values that were ciphertext go with the object as secret by origin
+(``K8sObject.secret``), so its diffs mask them whatever its kind. Errors name the object,
+the file and line it came from and, for a Secret entry, the entry; never a value.
 """
 
 from __future__ import annotations
@@ -17,8 +18,9 @@ import base64
 import binascii
 from typing import Any
 
+from lockgate.diff.secret_values import SecretValues
 from lockgate.manifests import K8sObject
-from runner.plan.sops import keys, stores, tree
+from runner.plan.sops import cipher, keys, stores, tree
 
 OPT_OUT = "kustomize.toolkit.fluxcd.io/decrypt"
 DISABLED = "disabled"
@@ -57,12 +59,28 @@ def _is_secret(obj: K8sObject) -> bool:
     return obj.body.get("kind") == "Secret" and obj.body.get("apiVersion") == "v1"
 
 
-def _whole(obj: K8sObject, identities: keys.Identities, check_mac: bool) -> dict[str, Any]:
+def _whole(obj: K8sObject, identities: keys.Identities, check_mac: bool) -> tuple[dict[str, Any], list[Any]]:
+    """The plaintext, and the values that were encrypted (secret wherever they land)."""
     body = dict(obj.body)
     block = body.pop(tree.METADATA_KEY)
     meta = tree.metadata(block)
     (plain,) = tree.decrypt([body], meta, identities, check_mac=check_mac)
-    return dict(plain)
+    decrypted: list[Any] = []
+    _decrypted(body, plain, decrypted)
+    return dict(plain), decrypted
+
+
+def _decrypted(encrypted: Any, plain: Any, out: list[Any]) -> None:
+    """The leaves of ``plain`` whose counterpart in ``encrypted`` was ciphertext (same shape)."""
+    if cipher.is_encrypted(encrypted):
+        out.append(plain)
+    elif isinstance(encrypted, dict) and isinstance(plain, dict):
+        for key, value in encrypted.items():
+            if key in plain:
+                _decrypted(value, plain[key], out)
+    elif isinstance(encrypted, list) and isinstance(plain, list):
+        for old, new in zip(encrypted, plain, strict=False):
+            _decrypted(old, new, out)
 
 
 def _entry(data: bytes, key: str, identities: keys.Identities) -> bytes | None:
@@ -115,14 +133,16 @@ def decrypt(obj: K8sObject, identities: keys.Identities, *, check_mac: bool = Tr
         return obj
     if is_document(obj):
         try:
-            body = _whole(obj, identities, check_mac)
+            body, decrypted = _whole(obj, identities, check_mac)
         except tree.SopsError as exc:
             raise DecryptionFailed(f"{_where(obj)}: {exc.message}") from None
-        return K8sObject(body=body, file=obj.file, line=obj.line)
+        secret = obj.secret.union(SecretValues.of(decrypted))
+        return K8sObject(body=body, file=obj.file, line=obj.line, secret=secret)
     if _is_secret(obj):
-        secret = _secret(obj, identities)
-        if secret is not None:
-            return K8sObject(body=secret, file=obj.file, line=obj.line)
+        # a Secret's entries are secret by their own origin (runner.plan.secret_origin)
+        decrypted_secret = _secret(obj, identities)
+        if decrypted_secret is not None:
+            return K8sObject(body=decrypted_secret, file=obj.file, line=obj.line, secret=obj.secret)
     return obj
 
 

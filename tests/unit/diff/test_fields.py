@@ -11,6 +11,7 @@ import pytest
 from lockgate.diff import fields
 from lockgate.diff.fields import ABSENT, FieldChange
 from lockgate.diff.normalize import normalise
+from lockgate.diff.secret_values import SecretValues
 
 
 def svc(ports: list[dict[str, Any]], **meta: Any) -> dict[str, Any]:
@@ -161,3 +162,61 @@ def test_a_map_of_plain_values_that_appears_reads_key_by_key() -> None:
         'metadata.labels.team: <absent> -> "web"',
         'data.k: <absent> -> "v"',
     ]
+
+
+# -- secret by origin (issue 21 item 5): masked whatever the kind ------------------------------
+
+
+def _env(value: str, *, url: str = "") -> dict[str, Any]:
+    env = [{"name": "PASSWORD", "value": value}, {"name": "LEVEL", "value": "info"}]
+    if url:
+        env.append({"name": "DB_URL", "value": url})
+    return deployment({"name": "app", "image": "app:1", "env": env})
+
+
+def test_a_value_secret_by_origin_is_masked_in_any_kind_and_still_shows_it_changed() -> None:
+    secret = SecretValues.of(["n3w-pa55", "postgres://u:n3w-pa55@db"])
+    before = _env("0ld-pa55", url="postgres://u:0ld-pa55@db")
+    after = _env("n3w-pa55", url="postgres://u:n3w-pa55@db")
+    after["spec"]["template"]["spec"]["containers"][0]["env"][1]["value"] = "debug"
+    changes = fields.field_changes(before, after, secret=secret)
+    containers = "spec.template.spec.containers[name=app]"
+    assert changes == (
+        FieldChange(f"{containers}.env[name=PASSWORD].value", fields.MASK_BEFORE, fields.MASK_AFTER),
+        FieldChange(f"{containers}.env[name=LEVEL].value", "info", "debug"),
+        FieldChange(f"{containers}.env[name=DB_URL].value", fields.MASK_BEFORE, fields.MASK_AFTER),
+    )
+    text = json.dumps([c.to_json() for c in changes]) + "".join(str(c) for c in changes)
+    assert "pa55" not in text
+
+
+def test_a_secret_that_only_the_live_object_still_holds_is_masked_by_the_shared_strings() -> None:
+    """The manifest stopped substituting the Secret's value: the old value is still one of the pass's."""
+    secret = SecretValues().sharing(frozenset({"still-the-secret-1"}))
+    before = _env("still-the-secret-1", url="postgres://u:still-the-secret-1@db")
+    after = _env("plain", url="postgres://u:plain@db")
+    changes = fields.field_changes(before, after, secret=secret)
+    assert [(c.before, c.after) for c in changes] == [(fields.MASK_BEFORE, fields.MASK_AFTER)] * 2
+    assert "still-the" not in json.dumps([c.to_json() for c in changes])
+
+
+def test_a_list_item_holding_a_secret_is_masked_whole_and_absent_stays_absent() -> None:
+    secret = SecretValues.of(["pw-1"])
+    before = deployment({"name": "app", "image": "app:1"})
+    after = deployment({"name": "app", "image": "app:1"}, {"name": "side", "image": "s:1", "args": ["pw-1"]})
+    (change,) = fields.field_changes(before, after, secret=secret)
+    assert change == FieldChange("spec.template.spec.containers[name=side]", ABSENT, fields.MASK_AFTER)
+
+
+def test_without_secret_values_nothing_but_secrets_is_masked() -> None:
+    """``lockgate diff`` (CI) knows no secret values: v1 Secrets by kind, the rest in clear."""
+    changes = fields.field_changes(_env("a"), _env("b"))
+    assert [(c.before, c.after) for c in changes] == [("a", "b")]
+
+
+def test_numbers_and_booleans_from_a_secret_origin_are_masked_too() -> None:
+    secret = SecretValues.of([5, True])
+    before = {"apiVersion": "x/v1", "kind": "Db", "metadata": {"name": "d"}, "spec": {"n": 3, "on": False}}
+    after = {"apiVersion": "x/v1", "kind": "Db", "metadata": {"name": "d"}, "spec": {"n": 5, "on": True}}
+    changes = fields.field_changes(before, after, secret=secret)
+    assert [(c.before, c.after) for c in changes] == [(fields.MASK_BEFORE, fields.MASK_AFTER)] * 2

@@ -87,12 +87,19 @@ TEMPLATES = {
     "{{ len .Changed.Changes }} change{{ if .Values.plural }}s{{ else }}!{{ end }}": "1 change!",
     "{{/* comment */}}{{ with .Values.team }}team {{ . }}{{ end }}": "",
     "{{ range $obj, $c := .Changed.Objects }}{{ $obj.Kind }}{{ else }}none{{ end }}": "",
+    "{{ .AutomationObject.Namespace }}:{{ .AutomationObject.Name }} {{ .Values.cluster }}": "apps:auto prod",
+    "{{ range .Changed.Changes }}{{ . }}{{ end }}": "{img/a:1.0 img/a:2.0 apps:a}",
+    "{{ with $.Values }}{{ len . }}{{ end }}": "3",
 }
+#: messageTemplateValues of the automation the templates above render for
+VALUES = {"cluster": "prod", "plural": "", "team": ""}
 
 
 @pytest.mark.parametrize("template", sorted(TEMPLATES))
 def test_message_templates(template: str) -> None:
-    automation = Automation(NamespacedName("apps", "auto"), "", "e@x", message_template=template)
+    automation = Automation(
+        NamespacedName("apps", "auto"), "", "e@x", message_template=template, template_values=VALUES
+    )
     assert update.commit_message(automation, _tree()) == TEMPLATES[template]
 
 
@@ -101,3 +108,27 @@ def test_unsupported_or_wrong_templates_fail_loudly(template: str) -> None:
     automation = Automation(NamespacedName("apps", "auto"), "", "e@x", message_template=template)
     with pytest.raises(message.TemplateError):
         update.commit_message(automation, _tree())
+
+
+#: templates reaching for what they were not handed, and the field each error must name
+BEYOND_THE_DATA = {
+    "{{ .Values.__class__ }}": ".Values.__class__",
+    "{{ with .__class__.__init__.__globals__.os.environ }}{{ .GITHUB_TOKEN }}{{ end }}": ".__class__",
+    "{{ .AutomationObject.__str__ }}": ".AutomationObject.__str__",
+    "{{ range .Changed.Changes }}{{ .__dict__ }}{{ end }}": ".__dict__",
+    "{{ range $o, $c := .Changed.Objects }}{{ $o.__hash__ }}{{ end }}": "$o.__hash__",
+    "{{ .Changed.Changes.__len__ }}": ".Changed.Changes.__len__",
+    "{{ .Values.missing }}": ".Values.missing",
+    "{{ .Changed.FileChanges.items }}": ".Changed.FileChanges.items",
+    "{{ .AutomationObject.Name.upper }}": ".AutomationObject.Name.upper",
+}
+
+
+@pytest.mark.parametrize("template", sorted(BEYOND_THE_DATA))
+def test_templates_reach_only_the_documented_data(template: str) -> None:
+    automation = Automation(
+        NamespacedName("apps", "auto"), "", "e@x", message_template=template, template_values={"a": "b"}
+    )
+    with pytest.raises(message.TemplateError) as caught:
+        update.commit_message(automation, _tree())
+    assert BEYOND_THE_DATA[template] in str(caught.value)

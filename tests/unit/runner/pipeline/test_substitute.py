@@ -105,3 +105,28 @@ def test_a_number_in_substitute_is_refused(tmp_path: Path) -> None:
         config.load(path)
     assert "spec.postBuild.substitute.A: expected a string, got a number" in caught.value.message
     assert "expected one of ConfigMap, Secret" in caught.value.message
+
+
+def test_values_a_secret_variable_went_into_are_marked_on_the_object() -> None:
+    obj = substitute.substitute_object(
+        _obj(
+            {
+                "url": "postgres://u:${PW}@db",
+                "upper": "${PW^^}",
+                "n": "${N}",
+                "user": "${USER}",
+                "ä": "ö-${PW}",
+            }
+        ),
+        {"PW": "pa55", "N": "7", "USER": "äpp"},
+        secret={"PW", "N"},
+    )
+    assert obj.body["data"] == {
+        "url": "postgres://u:pa55@db",
+        "upper": "PA55",
+        "n": 7,
+        "user": "äpp",
+        "ä": "ö-pa55",
+    }
+    assert obj.secret.values == {"postgres://u:pa55@db", "PA55", "7", "ö-pa55"}
+    assert obj.secret.holds(7) and not obj.secret.holds("äpp")
