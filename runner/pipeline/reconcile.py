@@ -355,6 +355,26 @@ class Pass:
             events.emit(self.kube, self.inventory, warning=True, reason=reason, message=error.message)
 
 
+def prepare_fetched(
+    objects: list[K8sObject], options: SyncOptions, client: Kube, namespace: str
+) -> list[K8sObject]:
+    """The fetched objects as the sync applies them: decrypted, substituted, secrets marked.
+
+    A pass and a rollback both go through here, so a rolled-back revision is never applied as
+    written (ciphertext, ``${VAR}``). ``client`` is the runner's own: the key and variable
+    sources live in the runner's namespace, as for secretRefs.
+    """
+    # decrypted per object before substitution, as Flux does
+    objects = decrypt.apply(objects, options.decryption, client, namespace)
+    secret_variables: list[str] = []
+    if options.post_build is not None and options.post_build.wanted:
+        variables = substitute.load_variables(options.post_build, client, namespace)
+        objects = substitute.apply(objects, variables, always=options.post_build.always)
+        secret_variables = [variables.values[name] for name in variables.secret]
+    # what is secret by origin goes with the objects to their diffs (lockgate.diff.secret_values)
+    return secret_origin.share(objects, secret_variables)
+
+
 def reconcile(
     options: SyncOptions,
     *,
@@ -409,16 +429,7 @@ def reconcile(
                 f"{fetched.url}{'/' + options.source.path if options.source.path else ''} holds no objects"
             )
         client = client or Kube.from_kubeconfig(kubeconfig, context=context, pool=options.concurrency + 4)
-        # decrypted per object before substitution (as Flux), through the runner's own client
-        objects = decrypt.apply(fetched.objects, options.decryption, client, result.namespace)
-        secret_variables: list[str] = []
-        if options.post_build is not None and options.post_build.wanted:
-            # the runner's own client, as for secretRefs: the sources live in the runner namespace
-            variables = substitute.load_variables(options.post_build, client, result.namespace)
-            objects = substitute.apply(objects, variables, always=options.post_build.always)
-            secret_variables = [variables.values[name] for name in variables.secret]
-        # what is secret by origin goes with the objects to their diffs (lockgate.diff.secret_values)
-        objects = secret_origin.share(objects, secret_variables)
+        objects = prepare_fetched(fetched.objects, options, client, result.namespace)
         writer = _writer(client, options, result.namespace, guard)
         run = Pass(writer, options, result, request=requested_at)
         result.previous_digest = run.inventory.digest

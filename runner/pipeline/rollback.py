@@ -25,7 +25,7 @@ from lockgate.registry import reference
 from runner.inventory import store
 from runner.kube.client import Kube
 from runner.pipeline import secretrefs, source
-from runner.pipeline.reconcile import Pass, SyncOptions, check_name, runner_namespace
+from runner.pipeline.reconcile import Pass, SyncOptions, check_name, prepare_fetched, runner_namespace
 from runner.pipeline.result import Result
 from runner.plan import history
 from runner.plan.history import Outcome
@@ -84,7 +84,7 @@ def apply_revision(
     back = dataclasses.replace(options, prune=True, source=pinned(options.source, digest))
     run = Pass(kube, back, result, outcome=Outcome.ROLLED_BACK, note=note, rejecting=rejecting)
     try:
-        run.run(fetched.objects)
+        run.run(prepare_fetched(fetched.objects, options, kube.own(), result.namespace))
     except LockgateError as exc:
         run.record_failure(exc)
         raise

@@ -275,3 +275,45 @@ def test_health_checks_wait_for_objects_outside_the_set(
         f"Deployment.apps/{unique}/db": "Current"
     }
     assert inventory(full_cluster, unique, runner).history[0].health is Summary.HEALTHY
+
+
+def test_rollback_substitutes_variables_as_a_pass_does(
+    cluster: Cluster, registry: Registry, unique: str, tmp_path: Path
+) -> None:
+    """A rolled-back revision goes through the same preparation as a pass: postBuild variables are
+    substituted, never applied as written (``${COLOUR}`` in the live object)."""
+    runner = f"{unique}-r"
+    versions = []
+    for i in range(2):
+        files = {
+            "a.yaml": dump(namespace(unique), configmap("c", unique, {"v": str(i), "colour": "${COLOUR}"}))
+        }
+        versions.append(push_tree(registry, unique, files))
+    config = sync_file(
+        tmp_path / "sync.yaml",
+        unique,
+        by_tag(versions[-1]),
+        runner,
+        prune=True,
+        wait=True,
+        postBuild={"substitute": {"COLOUR": "blue"}},
+    )
+    for version in versions:
+        sync = sync_file(
+            tmp_path / "step.yaml",
+            unique,
+            version,
+            runner,
+            prune=True,
+            wait=True,
+            postBuild={"substitute": {"COLOUR": "blue"}},
+        )
+        step = lockgate(cluster, "reconcile", "--config", str(sync))
+        assert step.code == 0, step.err
+    live = get(cluster, "configmap", "c", unique)
+    assert live is not None and live["data"] == {"v": "1", "colour": "blue"}
+
+    back = lockgate(cluster, "rollback", unique, "--config", str(config))
+    assert back.code == 0, back.err
+    live = get(cluster, "configmap", "c", unique)
+    assert live is not None and live["data"] == {"v": "0", "colour": "blue"}, live
