@@ -25,6 +25,7 @@ system-packages:
 	command -v rsync >/dev/null || missing="$$missing rsync"; \
 	command -v buildah >/dev/null || missing="$$missing buildah"; \
 	command -v debootstrap >/dev/null || missing="$$missing debootstrap"; \
+	test -f /usr/share/keyrings/debian-archive-keyring.gpg || missing="$$missing debian-archive-keyring"; \
 	command -v pigz >/dev/null || missing="$$missing pigz"; \
 	command -v jq >/dev/null || missing="$$missing jq"; \
 	if [ -n "$$missing" ]; then \
