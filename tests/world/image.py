@@ -42,6 +42,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+from action.github import install
 from tests.world import binaries
 from tests.world.errors import WorldSetupError, log_tail
 
@@ -320,13 +321,17 @@ def _pip() -> list[str]:
 
 def dependency_wheels(checkout: Path, python: str) -> Path:
     """Every dependency's wheel for CPython ``python`` from requirements.lock (each sha256 checked
-    against it), and pip's; keyed on the lock."""
+    against it when downloaded and again whenever the cached directory is reused), and pip's;
+    keyed on the lock."""
     lock = (checkout / LOCK.name).read_bytes()
     key = _digest(json.dumps({"lock": _digest(lock), "python": python, "glibc": GLIBC}).encode())
     directory = cache_dir() / f"deps-py{python}-{key}"
     with _lock(f"deps-{key}"):
         if (directory / ".complete").is_file():
-            return directory
+            stray = _unlocked_wheels(directory, lock.decode())
+            if not stray:
+                return directory
+            print(f"image: {directory}: {stray[0]} is not in {LOCK.name}: downloading again", file=sys.stderr)
         log = _log("wheels")
         log.write_text("")
         shutil.rmtree(directory, ignore_errors=True)
@@ -348,6 +353,18 @@ def dependency_wheels(checkout: Path, python: str) -> Path:
         _run([*download, "pip"], step="pip download (pip)", log=log)
         (directory / ".complete").write_text(key)
     return directory
+
+
+def _unlocked_wheels(directory: Path, lock: str) -> list[str]:
+    """The cached wheels whose sha256 the lock does not list for their name (pip's excepted: it
+    installs the others in the build stage and is not left in the image)."""
+    hashes = install.lock_hashes(lock)
+    stray = []
+    for wheel in sorted(directory.glob("*.whl")):
+        name = install.normalize(wheel.name.split("-", 1)[0])
+        if name != "pip" and install.sha256_file(wheel) not in hashes.get(name, frozenset()):
+            stray.append(wheel.name)
+    return stray
 
 
 def own_wheel(checkout: Path) -> Path:
