@@ -214,7 +214,8 @@ def _record_base(tree: Path, record: Path) -> None:
         capture_output=True,
         text=True,
     ).stdout
-    record.write_text("\n".join(dates) + "\n\n" + packages)
+    # InRelease and Release say the same: once is enough
+    record.write_text("\n".join(dict.fromkeys(dates)) + "\n\n" + packages)
 
 
 def rootfs_tarball(suite: str = DEFAULT_SUITE) -> Path:
