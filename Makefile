@@ -9,7 +9,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 PYTEST_ARGS ?=
 
-.PHONY: setup system-packages python-env binaries bench-binaries test lint unit demo world bench clean image
+.PHONY: setup system-packages python-env binaries bench-binaries test lint unit demo world bench clean image lock
 
 setup: system-packages python-env binaries
 
@@ -25,6 +25,7 @@ system-packages:
 	command -v rsync >/dev/null || missing="$$missing rsync"; \
 	command -v buildah >/dev/null || missing="$$missing buildah"; \
 	command -v debootstrap >/dev/null || missing="$$missing debootstrap"; \
+	test -f /usr/share/keyrings/debian-archive-keyring.gpg || missing="$$missing debian-archive-keyring"; \
 	command -v pigz >/dev/null || missing="$$missing pigz"; \
 	command -v jq >/dev/null || missing="$$missing jq"; \
 	if [ -n "$$missing" ]; then \
@@ -53,6 +54,15 @@ binaries: python-env
 # bench/bench_serve.py), at the versions Flux v2.9.5 ships; built for `make bench` only.
 bench-binaries: binaries
 	@$(PY) -m tests.world.binaries --bench >/dev/null
+
+# requirements.lock: the runtime dependencies the GitHub Action installs (--require-hashes), pinned
+# for every Python >= 3.11 and platform at once, with each wheel's sha256. Run after changing
+# [project].dependencies (tests/unit/action/test_requirements_lock.py says when); existing pins are
+# kept unless a range excludes them (`make lock LOCK_ARGS=--upgrade` takes the newest of all).
+LOCK_ARGS ?=
+lock: python-env
+	$(VENV)/bin/uv pip compile pyproject.toml --universal --python-version 3.11 --generate-hashes \
+	  --only-binary :all: --custom-compile-command "make lock" -o requirements.lock $(LOCK_ARGS)
 
 lint: python-env
 	$(VENV)/bin/ruff check .

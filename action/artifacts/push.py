@@ -133,6 +133,11 @@ def prepared(
         tempfile.TemporaryDirectory(prefix="lockgate-push-") as tmp,
         layer_mod.prepare(path, options.build, Path(tmp) / "artifact.tgz") as tree,
     ):
+        if options.signer is not None:
+            # what is signed is never taken from the build cache: an entry planted in it could
+            # name another layer the registry holds (an older release); the tree is packed, and
+            # a cache entry that disagrees is dropped
+            tree.layer()
         built = plan(path, tree.digest, tree.size, options, per_path=per_path)
         yield Prepared(path, target, tree, built, per_path)
 

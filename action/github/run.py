@@ -58,7 +58,8 @@ def _execute(invocation: plan.Invocation, env: Mapping[str, str]) -> tuple[int, 
     # the inputs (credentials among them) stay with this process; the child gets the plan's
     child_env = {k: v for k, v in env.items() if not k.startswith(ENV_PREFIX)} | dict(invocation.env)
     proc = subprocess.Popen(
-        [sys.executable, "-m", "lockgate", *invocation.argv],
+        # -P: a ``lockgate`` directory in the job's checkout must not shadow the real one
+        [sys.executable, "-P", "-m", "lockgate", *invocation.argv],
         env=child_env,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,

@@ -143,6 +143,52 @@ def test_publish_pushes_signs_with_a_key_and_sets_the_outputs(
     assert (docker_config.read_bytes() if docker_config.exists() else None) == config_before
 
 
+#: what a repository's own ``lockgate`` or ``action`` package would do if it were imported
+SHADOW = "raise SystemExit('the job repository shadowed lockgate')\n"
+
+
+def test_a_poisoned_dependency_cache_is_rebuilt_never_run(tmp_path: Path, action_dir: Path) -> None:
+    """A self-hosted runner keeps the tool cache between jobs: an earlier job plants a ``.pth``
+    file (Python runs it at every start) in the action's cached venv. The next job's install
+    step checks the venv against requirements.lock, rebuilds it with a warning naming the file,
+    and the planted code never runs; a clean venv is then reused as it is."""
+    repo = tmp_path / "repo"
+    files = {"deploy/web.yaml": CONFIGMAP.format("blue"), "lockgate/__init__.py": SHADOW}
+    act.make_repo(repo, {**files, "action/__init__.py": SHADOW}, [ROOT / "tests/data/act/install.yml"])
+    cache = tmp_path / "cache"  # the runner's own tool cache, not the one other tests share
+    pip_cache = {"PIP_CACHE_DIR": str(Path.home() / ".cache" / "pip")}
+
+    def run() -> act.ActRun:
+        done = act.run_workflow(
+            repo, ".github/workflows/install.yml", action=action_dir, cache_home=cache, env=pip_cache
+        )
+        assert done.code == 0, done.tail()
+        return done
+
+    run()
+    sites = sorted(cache.glob("act/tool_cache/lockgate/*/lib/python*/site-packages"))
+    assert sites, sorted(str(p) for p in cache.glob("act/tool_cache/lockgate/*"))
+    marker = tmp_path / "planted-code-ran"
+    for site in sites:
+        (site / "speedups.pth").write_text(
+            f"import pathlib; pathlib.Path({str(marker)!r}).write_text('ran')\n"
+        )
+
+    rebuilt = run()
+
+    assert not marker.exists(), "the poisoned venv was used"
+    warnings = [a["message"] for a in rebuilt.annotations(job="install") if a["level"] == "warning"]
+    assert any(
+        "rebuilt: the cached venv failed its check" in m
+        and "speedups.pth: not a file of any locked wheel" in m
+        for m in warnings
+    ), warnings
+    assert not any((site / "speedups.pth").exists() for site in sites)
+    reused = run()
+    assert "lockgate's dependencies reused in" in reused.text(), reused.tail()
+    assert not reused.annotations(job="install") and not marker.exists()
+
+
 def test_pr_diff_writes_the_object_diff_into_the_job_summary(
     registry: Registry, unique: str, tmp_path: Path, action_dir: Path
 ) -> None:

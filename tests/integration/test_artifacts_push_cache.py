@@ -1,5 +1,6 @@
 """lockgate push with the build cache: an unchanged tree is not packed again, a changed one
-always is, and a wrong cache entry can never put a wrong digest in the registry."""
+always is, a wrong cache entry can never put a wrong digest in the registry, and a signed push
+never takes its layer from the cache."""
 
 from __future__ import annotations
 
@@ -93,3 +94,38 @@ def test_a_wrong_cache_entry_never_reaches_the_registry(
     assert _layer_digest(registry, ref) == uncached.out.split()[0]
     again = lockgate("push", str(tree), ref, *META, env={"LOCKGATE_CACHE": "off"})
     assert again.code == 0 and again.out.strip() == f"unchanged {ref}@{pushed}"
+
+
+def test_a_planted_cache_entry_never_gets_an_older_layer_signed(
+    registry: Registry, unique: str, tmp_path: Path
+) -> None:
+    """A cache writer (an earlier job on the runner) maps the new tree to the layer of an older
+    release, which the registry holds: a signed push packs the tree, pushes and signs its own
+    layer, and drops the planted entry."""
+    old_release = write_tree(tmp_path / "old", f"{unique}-old")
+    ref = registry.oci(unique, ":v1")
+    _digest(str(old_release), ref)
+    old_layer = _layer_digest(registry, ref)
+    tree = _settled_tree(tmp_path / "src", unique)
+    _digest(str(tree), registry.oci(unique, ":scratch"))  # a push that fills the cache
+    [entry] = (tmp_path / "cache" / "build").glob("*.json")
+    parsed = lg_registry.parse(ref)
+    size = json.loads(client(registry, parsed).get_manifest(unique, "v1").content)["layers"][0]["size"]
+    entry.write_text(json.dumps({"digest": old_layer, "size": size}))
+    private = tmp_path / "cosign.key"
+    made = lockgate(
+        "keygen", "--output-key-prefix", str(tmp_path / "cosign"), env={"LOCKGATE_PASSWORD": "pw"}
+    )
+    assert made.code == 0 and private.is_file(), made.err
+
+    v2 = registry.oci(unique, ":v2")
+    signed = lockgate(
+        "push", str(tree), v2, *META, "--sign", "key", "--key", str(private), "--output", "json",
+        env={"LOCKGATE_PASSWORD": "pw"},
+    )  # fmt: skip
+
+    assert signed.code == 0, signed.err
+    fresh = lockgate("build", str(tree), env={"LOCKGATE_CACHE": "off"})
+    assert _layer_digest(registry, v2) == fresh.out.split()[0] != old_layer
+    assert json.loads(signed.out)["signed"]["digest"] == json.loads(signed.out)["digest"]
+    assert json.loads(entry.read_text())["digest"] != old_layer

@@ -36,7 +36,13 @@ pytestmark = [pytest.mark.world, pytest.mark.full]
 
 DEPLOY = Path(__file__).resolve().parents[2] / "deploy"
 LOCKGATE = Path(sys.executable).with_name("lockgate")
-CLUSTER_SCOPED = {"Namespace", "ClusterRole", "ClusterRoleBinding"}
+CLUSTER_SCOPED = {
+    "Namespace",
+    "ClusterRole",
+    "ClusterRoleBinding",
+    "ValidatingAdmissionPolicy",
+    "ValidatingAdmissionPolicyBinding",
+}
 
 
 def build(path: Path) -> list[dict[str, Any]]:
@@ -76,8 +82,10 @@ def relocate(docs: list[dict[str, Any]], namespaces: dict[str, str], suffix: str
             meta["namespace"] = namespaces[meta["namespace"]]
         for subject in doc.get("subjects", []):
             subject["namespace"] = namespaces[subject["namespace"]]
-        if doc["kind"] == "ClusterRoleBinding":
+        if doc.get("roleRef", {}).get("kind") == "ClusterRole":
             doc["roleRef"]["name"] += suffix
+        if doc["kind"] == "ValidatingAdmissionPolicyBinding":
+            doc["spec"]["policyName"] += suffix
     return moved
 
 
@@ -178,13 +186,21 @@ def test_the_shipped_example_config_loads() -> None:
 def test_every_base_and_variant_builds() -> None:
     kinds = {
         base: sorted({d["kind"] for d in build(DEPLOY / base)})
-        for base in ("runner", "runner-servicemonitor", "cronjob", "rbac/namespaced", "rbac/cluster")
+        for base in (
+            "runner",
+            "runner-servicemonitor",
+            "cronjob",
+            "rbac/namespaced",
+            "rbac/cluster",
+            "rbac/tenant",
+        )
     }
     assert kinds["runner"] == ["ConfigMap", "Deployment", "Namespace", "Service", "ServiceAccount"]
     assert "ServiceMonitor" in kinds["runner-servicemonitor"]
     assert kinds["cronjob"] == ["ConfigMap", "CronJob", "Namespace", "ServiceAccount"]
     assert "ClusterRole" in kinds["rbac/cluster"] and "Role" not in kinds["rbac/cluster"]
     assert "Role" in kinds["rbac/namespaced"]
+    assert "ValidatingAdmissionPolicy" in kinds["rbac/tenant"] and "Role" in kinds["rbac/tenant"]
     for base in ("runner", "cronjob"):
         [image] = {
             c["image"]

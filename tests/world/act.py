@@ -16,18 +16,21 @@ server, with two local stand-ins for what cannot be fetched here:
 - ``lockgate-dev/lockgate@v1`` (how the reusable workflows name this action) is this
   checkout's action files, staged once (``stage_action``) into a directory without the
   venv and caches, as a release tag's checkout holds them;
-- ``actions/checkout@v4`` is ``tests/data/act/checkout``, a composite action that fetches
-  nothing: act has already copied the repository into the job's workspace.
+- ``actions/checkout``, at each commit the workflow pins it to, is ``tests/data/act/checkout``,
+  a composite action that fetches nothing: act has already copied the repository into the
+  job's workspace.
 
 act prints its log as JSON lines (``--json``); ``ActRun`` reads the outputs, Job Summaries
 and annotations of each step back from it. The action's venv goes into act's tool cache
-(``~/.cache/act/tool_cache``), keyed by the action's source, so it is installed once per
-version of the code.
+(``~/.cache/act/tool_cache``, or under ``cache_home``), keyed by requirements.lock, so it is
+installed once per lock.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import re
 import shutil
 import subprocess
 import sys
@@ -44,6 +47,8 @@ ACTION_REPOSITORY = "lockgate-dev/lockgate@v1"
 CHECKOUT_STAND_IN = ROOT / "tests" / "data" / "act" / "checkout"
 #: the reusable workflows as GitHub runs them
 WORKFLOWS = ROOT / ".github" / "workflows"
+#: how workflows name actions/checkout: pinned to a release's commit
+CHECKOUT_REF = re.compile(r"uses:\s*(actions/checkout@[0-9a-f]{40})\b")
 
 
 def act_binary() -> Path:
@@ -166,12 +171,14 @@ def run_workflow(
     action: Path | None = None,
     extra_args: Sequence[str] = (),
     timeout: float = 900,
+    cache_home: Path | None = None,
 ) -> ActRun:
     """Run ``workflow`` (a path inside ``repo``, e.g. ``.github/workflows/publish.yml``) with act.
 
     ``action`` is a staged copy of this action (``stage_action``; staged into a temporary
     directory when None). Secrets go through a 0600 file in a private temporary directory
-    that is removed afterwards, never through act's argv.
+    that is removed afterwards, never through act's argv. ``cache_home`` gives act (and so
+    the job's ``RUNNER_TOOL_CACHE``) a cache of its own instead of ``~/.cache/act``.
     """
     with tempfile.TemporaryDirectory(prefix="lockgate-act-") as tmp:
         work = Path(tmp)
@@ -190,9 +197,6 @@ def run_workflow(
             "--no-cache-server",
             "--local-repository",
             f"{ACTION_REPOSITORY}={staged}",
-            # actions/checkout cannot be fetched: a stand-in that does nothing (act copied the repo)
-            "--local-repository",
-            f"actions/checkout@v4={CHECKOUT_STAND_IN}",
             # no .env, .secrets or .input of the repository are read implicitly
             "--env-file",
             str(work / "none.env"),
@@ -204,12 +208,18 @@ def run_workflow(
         if secrets:
             secret_file.write_text("".join(f"{k}={json.dumps(v)}\n" for k, v in secrets.items()))
         argv += ["--secret-file", str(secret_file)]
+        # actions/checkout cannot be fetched: a stand-in that does nothing (act copied the repo)
+        for checkout in sorted(set(CHECKOUT_REF.findall((repo / workflow).read_text()))):
+            argv += ["--local-repository", f"{checkout}={CHECKOUT_STAND_IN}"]
         for key, text in (inputs or {}).items():
             argv += ["--input", f"{key}={text}"]
         for key, text in (env or {}).items():
             argv += ["--env", f"{key}={text}"]
         argv += list(extra_args)
-        proc = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL)
+        process_env = None if cache_home is None else {**os.environ, "XDG_CACHE_HOME": str(cache_home)}
+        proc = subprocess.run(
+            argv, capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL, env=process_env
+        )
     entries: list[dict[str, Any]] = []
     for line in proc.stdout.splitlines():
         try:

@@ -4,11 +4,15 @@ No base image can be pulled here and no container engine runs, so:
 
 1. ``debootstrap --variant=minbase`` builds a Debian root filesystem once (cached under
    ``$LOCKGATE_WORLD_CACHE/image/base-<key>``, keyed on suite, variant, mirror and the recipe;
-   a file lock serialises concurrent runs), slimmed as ``debian:*-slim`` is;
+   a file lock serialises concurrent runs), slimmed as ``debian:*-slim`` is. It is not pinned
+   by digest (nothing is pulled): debootstrap must verify the suite's Release file against
+   Debian's archive keyring (``--force-check-gpg``), which pins every package by its hash,
+   and ``base.txt`` beside the tarball records the Release date and each package's version;
 2. ``buildah from scratch`` + ``buildah add`` of its tarball + ``buildah commit`` make it the
    base image ``localhost/lockgate-base:<suite>-<key>``;
 3. a build context is staged (the Containerfile; a wheelhouse: the lockgate wheel built from the
-   checkout and every dependency's wheel for the base's Python, each cached on its own inputs;
+   checkout and every dependency's wheel for the base's Python from requirements.lock, hashes
+   required, each cached on its own inputs;
    the pinned kustomize build) and ``buildah bud --build-arg BASE=...`` builds
    ``localhost/lockgate:<key>``, the key hashing every input (sources, pyproject, Containerfile,
    kustomize, base), so an unchanged checkout is never rebuilt;
@@ -32,19 +36,22 @@ import subprocess
 import sys
 import tempfile
 import time
-import tomllib
 import urllib.request
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+from action.github import install
 from tests.world import binaries
 from tests.world.errors import WorldSetupError, log_tail
 
 ROOT = Path(__file__).resolve().parents[2]
 CONTAINERFILE = ROOT / "deploy" / "Containerfile"
 MIRROR = "http://deb.debian.org/debian"
+#: debootstrap checks the suite's signed Release file with it (debian-archive-keyring)
+KEYRING = Path("/usr/share/keyrings/debian-archive-keyring.gpg")
+LOCK = ROOT / "requirements.lock"
 #: Debian suite -> the Python its archive ships (the wheelhouse is resolved for it)
 SUITES = {"bookworm": "3.11"}
 DEFAULT_SUITE = "bookworm"
@@ -194,6 +201,23 @@ def _slim_and_pack(tree: Path, tarball: Path, log: Path) -> None:
     )
 
 
+def _record_base(tree: Path, record: Path) -> None:
+    """What the base is: the signed Release file's date and every package's version."""
+    dates = [
+        line
+        for release in sorted((tree / "var/lib/apt/lists").glob("*Release"))
+        for line in release.read_text(errors="replace").splitlines()
+        if line.startswith(("Origin:", "Suite:", "Date:"))
+    ]
+    packages = subprocess.run(
+        ["dpkg-query", f"--admindir={tree / 'var/lib/dpkg'}", "-W", "-f", "${Package} ${Version}\n"],
+        capture_output=True,
+        text=True,
+    ).stdout
+    # InRelease and Release say the same: once is enough
+    record.write_text("\n".join(dict.fromkeys(dates)) + "\n\n" + packages)
+
+
 def rootfs_tarball(suite: str = DEFAULT_SUITE) -> Path:
     """The slimmed minbase tree of ``suite`` as a tarball, built by debootstrap once."""
     key = base_key(suite)
@@ -203,13 +227,25 @@ def rootfs_tarball(suite: str = DEFAULT_SUITE) -> Path:
         if tarball.is_file() and (directory / ".complete").is_file():
             return tarball
         debootstrap = _tool("debootstrap", "debootstrap")
+        if not KEYRING.is_file():
+            raise WorldSetupError(
+                f"building the image: {KEYRING} is missing: debootstrap checks Debian's signatures "
+                "with it (run 'make system-packages', which installs debian-archive-keyring)"
+            )
         log = _log(f"base-{suite}")
         log.write_text("")
         shutil.rmtree(directory, ignore_errors=True)
         directory.mkdir(parents=True)
         tree = directory / "rootfs"
         print(f"image: debootstrap --variant=minbase {suite} (a few minutes, once)", file=sys.stderr)
-        _run([debootstrap, "--variant=minbase", suite, str(tree), MIRROR], step="debootstrap", log=log)
+        # fail closed: an unsigned or wrongly signed Release file stops the build
+        checked = [f"--keyring={KEYRING}", "--force-check-gpg"]
+        _run(
+            [debootstrap, "--variant=minbase", *checked, suite, str(tree), MIRROR],
+            step="debootstrap",
+            log=log,
+        )
+        _record_base(tree, directory / "base.txt")
         _slim_and_pack(tree, tarball, log)
         shutil.rmtree(tree)
         (directory / ".complete").write_text(key)
@@ -285,42 +321,51 @@ def _pip() -> list[str]:
 
 
 def dependency_wheels(checkout: Path, python: str) -> Path:
-    """Every dependency's wheel (and pip's) for CPython ``python``; keyed on the dependency list."""
-    project = tomllib.loads((checkout / "pyproject.toml").read_text())["project"]
-    requirements = sorted(project["dependencies"])
-    key = _digest(json.dumps({"requirements": requirements, "python": python, "glibc": GLIBC}).encode())
+    """Every dependency's wheel for CPython ``python`` from requirements.lock (each sha256 checked
+    against it when downloaded and again whenever the cached directory is reused), and pip's;
+    keyed on the lock."""
+    lock = (checkout / LOCK.name).read_bytes()
+    key = _digest(json.dumps({"lock": _digest(lock), "python": python, "glibc": GLIBC}).encode())
     directory = cache_dir() / f"deps-py{python}-{key}"
     with _lock(f"deps-{key}"):
         if (directory / ".complete").is_file():
-            return directory
+            stray = _unlocked_wheels(directory, lock.decode())
+            if not stray:
+                return directory
+            print(f"image: {directory}: {stray[0]} is not in {LOCK.name}: downloading again", file=sys.stderr)
         log = _log("wheels")
         log.write_text("")
         shutil.rmtree(directory, ignore_errors=True)
         directory.mkdir(parents=True)
         tag = python.replace(".", "")
-        _run(
-            [
-                *_pip(),
-                "download",
-                "-q",
-                "--only-binary=:all:",
-                "--implementation",
-                "cp",
-                "--python-version",
-                python,
-                "--abi",
-                f"cp{tag}",
-                *_platforms(GLIBC),
-                "-d",
-                str(directory),
-                *requirements,
-                "pip",
-            ],
-            step="pip download (the dependencies' wheels)",
-            log=log,
-        )
+        target = [
+            "--implementation",
+            "cp",
+            "--python-version",
+            python,
+            "--abi",
+            f"cp{tag}",
+            *_platforms(GLIBC),
+        ]
+        download = [*_pip(), "download", "-q", "--only-binary=:all:", *target, "-d", str(directory)]
+        locked = ["--require-hashes", "--no-deps", "-r", str(checkout / LOCK.name)]
+        _run([*download, *locked], step="pip download (the locked dependencies' wheels)", log=log)
+        # pip installs the wheels in the build stage and is not left in the image
+        _run([*download, "pip"], step="pip download (pip)", log=log)
         (directory / ".complete").write_text(key)
     return directory
+
+
+def _unlocked_wheels(directory: Path, lock: str) -> list[str]:
+    """The cached wheels whose sha256 the lock does not list for their name (pip's excepted: it
+    installs the others in the build stage and is not left in the image)."""
+    hashes = install.lock_hashes(lock)
+    stray = []
+    for wheel in sorted(directory.glob("*.whl")):
+        name = install.normalize(wheel.name.split("-", 1)[0])
+        if name != "pip" and install.sha256_file(wheel) not in hashes.get(name, frozenset()):
+            stray.append(wheel.name)
+    return stray
 
 
 def own_wheel(checkout: Path) -> Path:
@@ -349,6 +394,7 @@ def image_key(checkout: Path, suite: str) -> str:
         "containerfile": _digest(CONTAINERFILE.read_bytes()),
         "kustomize": _digest(binaries.binary("kustomize").read_bytes()),
         "base": base_key(suite),
+        "lock": _digest(LOCK.read_bytes()),
     }
     return _digest(json.dumps(inputs, sort_keys=True).encode())
 
