@@ -173,7 +173,9 @@ class Transport:
                 )
             except (requests.ConnectionError, requests.Timeout) as exc:
                 if attempt + 1 >= self.retry.attempts:
-                    where = self.host if own else f"{origins.shown(url)} (named by registry {self.host})"
+                    where = f"registry {self.host}"
+                    if not own:
+                        where = f"{origins.shown(url)} (named by registry {self.host})"
                     raise RegistryError(
                         f"cannot reach {where} ({method} {_path(url)}): {_reason(exc)}; "
                         "check the address, the network, and --insecure for plain-http registries"
