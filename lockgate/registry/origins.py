@@ -3,9 +3,9 @@
 Docker's rule, which containerd and the distribution client keep too: credentials are keyed
 by registry host. Basic credentials go to the registry host and to the token realm its 401
 challenge names; a bearer token goes to the registry host only. Anything else a registry
-names — an upload ``Location``, a ``Link`` to the next page, a redirect to object storage or
-a CDN (the OCI distribution spec lets all of these point elsewhere, and signed storage URLs
-refuse a second ``Authorization``) — gets no credentials at all. "Host" is host and port, so
+names (an upload ``Location``, a ``Link`` to the next page, a redirect to object storage or
+a CDN: the OCI distribution spec lets all of these point elsewhere, and signed storage URLs
+refuse a second ``Authorization``) gets no credentials at all. "Host" is host and port, so
 a plain-http URL on the host of an https registry is another host (port 80, not 443), and
 credentials never travel in plain text where the registry spoke TLS.
 """

@@ -5,8 +5,9 @@ page), refuses an address beyond loopback without ``secretRef`` (a ``UsageError`
 anything starts), and otherwise builds the page's ``HttpServers`` (the same uvicorn stack as
 the webhook and metrics endpoints, on a listener of its own so that exposing the webhook
 never exposes the page). The token is the ``token`` entry of the Secret, re-read every 30 s
-so a rotation takes effect without a restart; a Secret that cannot be read locks the page
-(every request 503) rather than opening it.
+so a rotation takes effect without a restart; one shorter than 16 bytes stops ``serve`` at
+start, and a Secret that cannot be read or holds such a token later locks the page (every
+request 503) rather than opening it.
 """
 
 from __future__ import annotations
