@@ -1,6 +1,6 @@
 """Where a registry's credentials may go, and where a redirect leads: pure decisions for ``transport``.
 
-Docker's rule, which containerd and the distribution client keep too: credentials are keyed
+Docker's rule (its credential store and auth challenges are per registry host): credentials are keyed
 by registry host. Basic credentials go to the registry host and to the token realm its 401
 challenge names; a bearer token goes to the registry host only. Anything else a registry
 names (an upload ``Location``, a ``Link`` to the next page, a redirect to object storage or
