@@ -3,9 +3,13 @@
 ``Transport.request`` chooses http or https, answers Basic and Bearer challenges (anonymous
 tokens too), retries connection failures, 429 and 5xx with backoff while honouring
 ``Retry-After``, and rewinds seekable request bodies between attempts so large blobs are
-streamed from disk, never held in memory. Every request sent (each attempt, token fetches
-too) is counted by lower-case HTTP verb in ``counts``, so a long-running runner can report
-its registry traffic. Errors name the host and what was attempted, never the credentials.
+streamed from disk, never held in memory. It follows redirects itself rather than letting
+``requests`` do it, so that one rule (``origins``) decides every hop: credentials go to the
+registry host (and basic ones to its token realm), never to an upload location, a next page
+or a storage redirect on another host, and a challenge from another host is refused. Every
+request sent (each attempt and hop, token fetches too) is counted by lower-case HTTP verb in
+``counts``, so a long-running runner can report its registry traffic. Errors name the host
+and what was attempted, never the credentials.
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ import email.utils
 import re
 import threading
 import time
+import urllib.parse
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -24,9 +29,12 @@ import requests
 
 from lockgate import __version__
 from lockgate.errors import AuthError, RegistryError
+from lockgate.registry import origins
 from lockgate.registry.credentials import Credentials
 
 RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
+MAX_REDIRECTS = 10
+_BODY_HEADERS = frozenset({"content-type", "content-length", "content-encoding"})
 _CHALLENGE_PARAM = re.compile(r'(\w+)\s*=\s*(?:"([^"]*)"|([^\s,]+))')
 
 
@@ -112,35 +120,75 @@ class Transport:
         data: bytes | IO[bytes] | None = None,
         stream: bool = False,
     ) -> requests.Response:
-        """Send one request (``url`` absolute or relative to the host); returns any non-retryable answer."""
-        full = url if "://" in url else self.base_url + url
+        """Send one request (``url`` absolute or relative to the host), following redirects;
+        returns any non-retryable answer. Credentials go to the registry host only (``origins``):
+        an upload location, a next page or a redirect elsewhere is sent without them."""
+        target = url if "://" in url else self.base_url + url
         start = data.tell() if data is not None and not isinstance(data, bytes) else None
+        for _ in range(MAX_REDIRECTS + 1):
+            response = self._attempts(
+                method, target, scope, headers=headers, params=params, data=data, start=start, stream=stream
+            )
+            hop = origins.redirect(method, response.status_code, response.headers.get("Location"), target)
+            if hop is None:
+                return response
+            response.close()
+            target, method, params = hop.url, hop.method, None
+            if not hop.keep_body:
+                data = start = None
+                headers = {k: v for k, v in (headers or {}).items() if k.lower() not in _BODY_HEADERS}
+        raise RegistryError(f"registry {self.host}: more than {MAX_REDIRECTS} redirects for {_path(url)}")
+
+    def _attempts(
+        self,
+        method: str,
+        url: str,
+        scope: str,
+        *,
+        headers: Mapping[str, str] | None,
+        params: Mapping[str, str] | None,
+        data: bytes | IO[bytes] | None,
+        start: int | None,
+        stream: bool,
+    ) -> requests.Response:
+        """One request with its retries and, on the registry host, its authentication."""
+        own = origins.same_host(url, self.base_url)
         authenticated_once = False
         attempt = 0
         while True:
-            if start is not None and not isinstance(data, bytes) and data is not None:
+            if start is not None and data is not None and not isinstance(data, bytes):
                 data.seek(start)
             self._count(method)
             try:
                 response = self.session.request(
                     method,
-                    full,
-                    headers=self._headers(scope, headers),
+                    url,
+                    headers=self._headers(scope, headers) if own else dict(headers or {}),
                     params=params,
                     data=data,
                     stream=stream,
                     timeout=self.timeout,
-                    allow_redirects=True,
+                    # redirects are followed by ``request``, which decides who gets credentials
+                    allow_redirects=False,
                 )
             except (requests.ConnectionError, requests.Timeout) as exc:
                 if attempt + 1 >= self.retry.attempts:
+                    where = f"registry {self.host}"
+                    if not own:
+                        where = f"{origins.shown(url)} (named by registry {self.host})"
                     raise RegistryError(
-                        f"cannot reach registry {self.host} ({method} {_path(full)}): {_reason(exc)}; "
+                        f"cannot reach {where} ({method} {_path(url)}): {_reason(exc)}; "
                         "check the address, the network, and --insecure for plain-http registries"
                     ) from None
                 time.sleep(self.retry.delay(attempt, None))
                 attempt += 1
                 continue
+            if response.status_code == 401 and not own:
+                response.close()
+                raise AuthError(
+                    f"{origins.shown(url)}, where registry {self.host} sent {method} {_path(url)}, asks for "
+                    f"authentication; lockgate sends credentials only to {self.host} and its token service"
+                )
             if response.status_code == 401 and not authenticated_once:
                 authenticated_once = True
                 self._authenticate(response, scope)
@@ -184,6 +232,8 @@ class Transport:
             query["service"] = challenge["service"]
         creds = self.credentials
         realm = challenge["realm"]
+        if urllib.parse.urlsplit(realm).scheme.lower() not in ("http", "https"):
+            raise RegistryError(f"registry {self.host} named a token service that is not an http(s) URL")
         try:
             if creds is not None and creds.identity_token:
                 form = {
@@ -192,23 +242,63 @@ class Transport:
                     "refresh_token": creds.secret,
                     "client_id": "lockgate",
                 }
-                self._count("POST")
-                reply = self.session.post(realm, data=form, timeout=self.timeout)
+                reply = self._realm_request("POST", realm, form=form, params=None, auth=None)
             else:
                 auth = (creds.username, creds.secret) if creds is not None else None
-                self._count("GET")
-                reply = self.session.get(realm, params=query, auth=auth, timeout=self.timeout)
+                reply = self._realm_request("GET", realm, form=None, params=query, auth=auth)
         except (requests.ConnectionError, requests.Timeout) as exc:
             raise RegistryError(f"cannot reach the token service of {self.host}: {_reason(exc)}") from None
-        if reply.status_code in (401, 403):
-            raise self._refused(scope)
-        if reply.status_code != 200:
-            raise RegistryError(f"token service of {self.host} answered HTTP {reply.status_code} for {scope}")
-        body: Any = reply.json()
+        with reply:
+            if reply.status_code in (401, 403):
+                raise self._refused(scope)
+            if reply.status_code != 200:
+                raise RegistryError(
+                    f"token service of {self.host} answered HTTP {reply.status_code} for {scope}"
+                )
+            body: Any = reply.json()
         token = body.get("token") or body.get("access_token") if isinstance(body, dict) else None
         if not isinstance(token, str) or not token:
             raise RegistryError(f"token service of {self.host} returned no token for {scope}")
         return token
+
+    def _realm_request(
+        self,
+        method: str,
+        realm: str,
+        *,
+        form: dict[str, str] | None,
+        params: dict[str, str] | None,
+        auth: tuple[str, str] | None,
+    ) -> requests.Response:
+        """Ask the token realm, following its redirects: the basic credentials (or the refresh
+        token in the form) go to the realm's host only."""
+        url = realm
+        for _ in range(MAX_REDIRECTS + 1):
+            own = origins.same_host(url, realm)
+            if form is not None and not own:
+                # a 307/308 would carry the refresh token to wherever the realm points
+                raise RegistryError(
+                    f"the token service of {self.host} redirected to {origins.shown(url)}; lockgate "
+                    "sends the refresh token only to the token service the registry named"
+                )
+            self._count(method)
+            reply = self.session.request(
+                method,
+                url,
+                params=params,
+                data=form,
+                auth=auth if own else None,
+                timeout=self.timeout,
+                allow_redirects=False,
+            )
+            hop = origins.redirect(method, reply.status_code, reply.headers.get("Location"), url)
+            if hop is None:
+                return reply
+            reply.close()
+            url, method, params = hop.url, hop.method, None
+            if not hop.keep_body:
+                form = None
+        raise RegistryError(f"the token service of {self.host} redirected more than {MAX_REDIRECTS} times")
 
     def _refused(self, scope: str) -> AuthError:
         if self.credentials is None:

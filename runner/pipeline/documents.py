@@ -413,13 +413,15 @@ class RunnerSettings:
     )
     metrics_address: str = attr(
         "metricsAddress",
-        "Listen address of /metrics, /healthz and /readyz.",
+        "Listen address of /metrics, /healthz and /readyz: a listener of their own, so webhook or status "
+        "page callers cannot starve the probes.",
         default=":8080",
         pattern=ADDRESS,
     )
     webhook_address: str = attr(
         "webhookAddress",
-        "Listen address of /hook/SYNC; may equal metricsAddress (one server).",
+        "Listen address of /hook/SYNC (and a /healthz for load balancers); its port must differ from "
+        "metricsAddress's.",
         default=":9292",
         pattern=ADDRESS,
     )

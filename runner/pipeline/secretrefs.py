@@ -6,7 +6,8 @@ entry is a cosign public key (Flux's ``verify.secretRef``). Both are read at eac
 the pass's ``Kube`` client, because Secrets rotate; their values live only in memory (never a
 file, never a message). Errors name ``Secret/NS/NAME`` and the Sync field to fix. A missing or
 unusable credentials Secret is an ``AuthError``; a keys Secret, a ``VerificationError``
-(verification fails closed).
+(verification fails closed). ``usable_token`` holds ``serve``'s webhook and status page
+tokens to a minimum length.
 """
 
 from __future__ import annotations
@@ -29,6 +30,27 @@ KEYS_FIELD = "spec.verify.secretRef.name"
 ATTEST_FIELD = "spec.attest.secretRef.name"
 SIGNING_KEY_ENTRY = "cosign.key"
 SIGNING_PASSWORD_ENTRY = "cosign.password"
+TOKEN_ENTRY = "token"
+#: the shortest webhook or status page token accepted: an empty HMAC key authenticates
+#: anyone, and a short one can be guessed
+MIN_TOKEN_BYTES = 16
+
+
+def usable_token(data: dict[str, bytes], *, where: str, what: str) -> bytes:
+    """The ``token`` entry of a webhook or status page Secret; ``UsageError`` when it is missing
+    or shorter than ``MIN_TOKEN_BYTES``. The message names the Secret and field, never the value."""
+    token = data.get(TOKEN_ENTRY)
+    if token is None:
+        problem = f"has no {TOKEN_ENTRY!r} entry"
+    elif len(token) < MIN_TOKEN_BYTES:
+        problem = f"its {TOKEN_ENTRY!r} entry is {len(token)} bytes long"
+    else:
+        return token
+    raise UsageError(
+        f"{where}: {problem}; the {what} token must be at least {MIN_TOKEN_BYTES} bytes (an empty or "
+        "short one can be forged or guessed): set it to a random one, e.g. "
+        f'kubectl create secret generic NAME --from-literal={TOKEN_ENTRY}="$(openssl rand -hex 32)"'
+    )
 
 
 class SecretReader:

@@ -1,18 +1,24 @@
 """The serve process's HTTP side: webhooks that trigger passes, health, readiness and metrics.
 
-``build_app`` is a Starlette application with four routes; ``HttpServers`` runs it on
-uvicorn (timeouts, connection limits, graceful shutdown) in one background thread with
-its own asyncio loop, beside the scheduler's threads. Everything the app needs from the
-service comes through the narrow ``Endpoints`` protocol, and every call into it runs in a
-worker thread, so a scheduler busy under its lock never stalls ``/healthz``.
+Two Starlette applications on two listeners: ``probes_app`` (``/healthz``, ``/readyz``,
+``/metrics`` on ``metricsAddress``, for the kubelet and Prometheus) and ``hooks_app``
+(``/hook/<sync>`` on ``webhookAddress``, the one reachable from outside, plus a ``/healthz``
+for load balancers). ``HttpServers`` runs one application on uvicorn in a background thread
+with its own asyncio loop, worker threads and ``listener.Limits`` (connection cap, header,
+body, answer and idle deadlines), so callers of one listener cannot starve another: a
+flood of webhook connections leaves the kubelet's probes answering. Everything the apps need
+from the service comes through the narrow ``Endpoints`` protocol, and every call into it
+runs in a worker thread, so a scheduler busy under its lock never stalls ``/healthz``.
 
 ``POST /hook/<sync>`` takes, with the Runner's webhook token (the ``token`` key of its
 Secret, as Flux's Receiver): GitHub's ``X-Hub-Signature-256`` (HMAC-SHA256 of the raw
 body), Flux's generic-hmac ``X-Signature: sha1|sha256|sha512=<hex>``, or
 ``Authorization: Bearer <token>``; any one suffices, each compared in constant time. The
 order of the checks keeps strangers from learning anything: no token configured answers
-404 (Flux's Receiver cannot exist without one either), then the body limit (413, from
-``Content-Length`` before reading, else while the body streams in), then authentication
+404 (Flux's Receiver cannot exist without one either), a token that cannot be read or is
+shorter than 16 bytes 503 (closed: an HMAC with an empty key lets anyone in), then the
+body limit (413, from ``Content-Length`` before reading, else while the body streams in),
+then authentication
 (401, nothing triggered), and only then whether the sync exists (404). GitHub's ``ping``
 answers 200 without a pass; ``push``, ``package`` and ``registry_package`` trigger one;
 other GitHub events answer 200 and say they were ignored. Coalescing bursts into one pass
@@ -39,6 +45,8 @@ from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import Route
 
 from lockgate.errors import LockgateError, UsageError
+from runner.pipeline.secretrefs import MIN_TOKEN_BYTES
+from runner.serve import listener
 from runner.serve.metrics import Metrics
 
 log = logging.getLogger(__name__)
@@ -46,6 +54,10 @@ log = logging.getLogger(__name__)
 GITHUB_TRIGGERS = frozenset({"push", "package", "registry_package"})
 BODY_SECONDS = 10.0
 NOT_CONFIGURED = "webhooks are not configured (set webhook.secretRef in the Runner document)"
+UNUSABLE = (
+    "the webhook token cannot be read, or is missing or shorter than "
+    f"{MIN_TOKEN_BYTES} bytes; the runner's log says which"
+)
 # generic-hmac as Flux checks it (go-github's ValidateSignature): the prefix names the hash
 _HMAC_DIGESTS = ("sha1", "sha256", "sha512")
 
@@ -76,7 +88,13 @@ class _Refused(Exception):
 
 
 def authenticate(headers: Mapping[str, str], body: bytes, token: bytes) -> str | None:
-    """Which scheme proved the request (``github``, ``generic-hmac``, ``bearer``), or None."""
+    """Which scheme proved the request (``github``, ``generic-hmac``, ``bearer``), or None.
+
+    A token shorter than ``MIN_TOKEN_BYTES`` proves nothing: an HMAC with an empty key is
+    one anybody can compute.
+    """
+    if len(token) < MIN_TOKEN_BYTES:
+        return None
     github = headers.get("x-hub-signature-256")
     if github is not None and _signed(github, body, token, allowed=("sha256",)):
         return "github"
@@ -129,14 +147,20 @@ def _answer(
     return JSONResponse(body, status_code=status, headers={"Connection": "close"} if close else None)
 
 
-def build_app(endpoints: Endpoints, metrics: Metrics, *, max_body_bytes: int) -> Starlette:
-    """The application: ``POST /hook/{sync}``, ``GET /healthz``, ``GET /readyz``, ``GET /metrics``."""
+async def _healthz(request: Request) -> Response:
+    return PlainTextResponse("ok")
+
+
+def hooks_app(endpoints: Endpoints, *, max_body_bytes: int) -> Starlette:
+    """The webhook listener's application: ``POST /hook/{sync}`` and ``GET /healthz``."""
 
     async def hook(request: Request) -> Response:
         sync = request.path_params["sync"]
         token = await run_in_threadpool(endpoints.webhook_token)
         if token is None:
             return _answer(sync, 404, message=NOT_CONFIGURED)
+        if len(token) < MIN_TOKEN_BYTES:
+            return _answer(sync, 503, message=UNUSABLE)
         try:
             body = await _read_body(request, max_body_bytes)
         except _Refused as refused:
@@ -163,8 +187,13 @@ def build_app(endpoints: Endpoints, metrics: Metrics, *, max_body_bytes: int) ->
         log.info("webhook triggered %s (%s)", sync, reason)
         return _answer(sync, 200, triggered=True, message=f"a pass of {sync} is requested ({reason})")
 
-    async def healthz(request: Request) -> Response:
-        return PlainTextResponse("ok")
+    return Starlette(
+        routes=[Route("/hook/{sync}", hook, methods=["POST"]), Route("/healthz", _healthz, methods=["GET"])]
+    )
+
+
+def probes_app(endpoints: Endpoints, metrics: Metrics) -> Starlette:
+    """The probes listener's application: ``GET /healthz``, ``GET /readyz``, ``GET /metrics``."""
 
     async def readyz(request: Request) -> Response:
         ok, reason = await run_in_threadpool(endpoints.ready)
@@ -176,8 +205,7 @@ def build_app(endpoints: Endpoints, metrics: Metrics, *, max_body_bytes: int) ->
 
     return Starlette(
         routes=[
-            Route("/hook/{sync}", hook, methods=["POST"]),
-            Route("/healthz", healthz, methods=["GET"]),
+            Route("/healthz", _healthz, methods=["GET"]),
             Route("/readyz", readyz, methods=["GET"]),
             Route("/metrics", metrics_page, methods=["GET"]),
         ]
@@ -190,6 +218,17 @@ def parse_address(address: str) -> tuple[str, int]:
     if not sep or not port.isdigit() or int(port) > 65535:
         raise UsageError(f"listen address {address!r}: expected HOST:PORT or :PORT (e.g. :8080)")
     return host.strip("[]"), int(port)
+
+
+def check_apart(webhook_address: str, metrics_address: str, *, where: str) -> None:
+    """Refuse a webhook listener on the probes' port: the probes keep a listener of their own."""
+    port = parse_address(webhook_address)[1]
+    if port and port == parse_address(metrics_address)[1]:
+        raise UsageError(
+            f"{where}: Runner spec.webhookAddress {webhook_address!r} uses the port of spec.metricsAddress "
+            f"{metrics_address!r}: /healthz, /readyz and /metrics keep a listener of their own so that "
+            "webhook callers cannot starve the probes; pick another port (the default is :9292)"
+        )
 
 
 def _listen(address: str) -> socket.socket:
@@ -229,22 +268,16 @@ class _Server(uvicorn.Server):
 
 
 class HttpServers:
-    """One uvicorn server listening on each distinct address, on a loop in a background thread."""
+    """One uvicorn server for one application, on each distinct address, on a loop in a thread.
 
-    def __init__(
-        self,
-        app: Starlette,
-        addresses: list[str],
-        *,
-        timeout_keep_alive: int = 5,
-        limit_concurrency: int = 64,
-        max_header_bytes: int = 16 * 1024,
-    ) -> None:
+    ``limits`` are the listener's (``listener.PROBES``, ``WEBHOOK``, ``PAGE``): its own
+    connection cap and deadlines, counted apart from every other ``HttpServers``.
+    """
+
+    def __init__(self, app: Starlette, addresses: list[str], *, limits: listener.Limits) -> None:
         self.app = app
         self.addresses = list(dict.fromkeys(a.strip() for a in addresses))
-        self.timeout_keep_alive = timeout_keep_alive
-        self.limit_concurrency = limit_concurrency
-        self.max_header_bytes = max_header_bytes
+        self.limits = limits
         self._ports: list[int] = []
         self._server: _Server | None = None
         self._thread: threading.Thread | None = None
@@ -273,9 +306,9 @@ class HttpServers:
                 sock.close()
             raise
         self._ports = [sock.getsockname()[1] for sock in sockets]
-        config = uvicorn.Config(
+        config = listener.GuardedConfig(
             self.app,
-            http="h11",
+            limits=self.limits,
             ws="none",
             lifespan="off",
             loop="asyncio",
@@ -284,12 +317,10 @@ class HttpServers:
             log_level="warning",
             access_log=False,
             server_header=False,
-            timeout_keep_alive=self.timeout_keep_alive,
-            limit_concurrency=self.limit_concurrency,
-            h11_max_incomplete_event_size=self.max_header_bytes,
         )
         server = self._server = _Server(config)
-        self._thread = threading.Thread(target=self._run, args=(server, sockets), name="lockgate-http")
+        name = f"lockgate-http-{self.limits.name.replace(' ', '-')}"
+        self._thread = threading.Thread(target=self._run, args=(server, sockets), name=name)
         self._thread.daemon = True
         self._thread.start()
         deadline = time.monotonic() + timeout
@@ -297,7 +328,9 @@ class HttpServers:
             if not self._thread.is_alive() or time.monotonic() > deadline:
                 server.should_exit = True
                 why = self._failure or "timed out"
-                raise LockgateError(f"the HTTP server on {', '.join(self.addresses)} did not start: {why}")
+                raise LockgateError(
+                    f"the {self.limits.name} listener on {', '.join(self.addresses)} did not start: {why}"
+                )
             time.sleep(0.01)
 
     def _run(self, server: _Server, sockets: list[socket.socket]) -> None:
@@ -306,7 +339,9 @@ class HttpServers:
             asyncio.run(server.serve(sockets=sockets))
         except BaseException as exc:  # uvicorn ends a failed startup with SystemExit
             self._failure = exc
-            log.error("the HTTP server stopped: %s", exc, exc_info=not isinstance(exc, SystemExit))
+            log.error(
+                "the %s listener stopped: %s", self.limits.name, exc, exc_info=not isinstance(exc, SystemExit)
+            )
         finally:
             for sock in sockets:
                 sock.close()

@@ -28,16 +28,15 @@ from typing import Any
 import prometheus_client
 
 from lockgate import registry
-from lockgate.errors import Abandoned, LockgateError
+from lockgate.errors import Abandoned, LockgateError, UsageError
 from runner.inventory import requested, store
 from runner.kube.client import Kube
 from runner.pipeline import config as config_mod
 from runner.pipeline import reconcile as pipeline
 from runner.pipeline import secretrefs, source
 from runner.pipeline.result import Result
-from runner.serve import leases
+from runner.serve import http, leases, listener
 from runner.serve import log as log_mod
-from runner.serve.http import HttpServers, build_app
 from runner.serve.metrics import Metrics
 from runner.serve.notify import delivery, notifier
 from runner.serve.scheduler import Outcome, Scheduler
@@ -122,14 +121,20 @@ class Service:
         self._namespaces: dict[str, str] = {}
         #: sync -> the requestedAt value a person set and the next pass answers
         self._requests: dict[str, str] = {}
-        addresses = list(dict.fromkeys([settings.metrics_address, settings.webhook_address]))
-        self.http = HttpServers(
-            build_app(self, self.metrics, max_body_bytes=settings.max_body_bytes), addresses
+        http.check_apart(settings.webhook_address, settings.metrics_address, where=f"--config {config_path}")
+        # one listener each, so webhook callers never take what the kubelet's probes need
+        self.probes = http.HttpServers(
+            http.probes_app(self, self.metrics), [settings.metrics_address], limits=listener.PROBES
+        )
+        self.hooks = http.HttpServers(
+            http.hooks_app(self, max_body_bytes=settings.max_body_bytes),
+            [settings.webhook_address],
+            limits=listener.WEBHOOK,
         )
         self.page = served.create(
             settings.status_page,
             where=f"--config {config_path}",
-            taken=addresses,
+            taken=[settings.metrics_address, settings.webhook_address],
             kube=self.kube,
             namespace=self.namespace,
             snapshot=self.scheduler.snapshot,
@@ -139,6 +144,7 @@ class Service:
 
     # ---- lifecycle -----------------------------------------------------------------
     def start(self) -> None:
+        self._check_tokens()
         self._configure(self.config)
         self.metrics.reload(True)
         self._check_api()
@@ -147,7 +153,8 @@ class Service:
                 self.membership.heartbeat()
             except LockgateError as exc:  # the API server may come up later: not ready until then
                 log.warning("membership heartbeat failed", extra={"reason": exc.message.splitlines()[0]})
-        self.http.start()
+        self.probes.start()
+        self.hooks.start()
         if self.page is not None:
             self.page.start()
         self.scheduler.start()
@@ -157,7 +164,7 @@ class Service:
             extra={
                 "syncs": len(self.config.syncs),
                 "identity": self.identity,
-                "addresses": ",".join(f"{a}" for a in self.http.addresses),
+                "addresses": ",".join([*self.probes.addresses, *self.hooks.addresses]),
             },
         )
 
@@ -179,7 +186,8 @@ class Service:
                 self.membership.leave()
             except LockgateError as exc:
                 log.warning("could not leave the membership", extra={"reason": exc.message})
-        self.http.stop(timeout=max(0.5, deadline - time.monotonic()))
+        self.hooks.stop(timeout=max(0.5, deadline - time.monotonic()))
+        self.probes.stop(timeout=max(0.5, deadline - time.monotonic()))
         if self.page is not None:
             self.page.stop(timeout=max(0.5, deadline - time.monotonic()))
         log.info("stopped", extra={"clean": clean})
@@ -396,25 +404,43 @@ class Service:
         return self.scheduler.knows(sync)
 
     def webhook_token(self) -> bytes | None:
+        """The webhook token; None without ``webhook.secretRef``; ``b""`` (every hook answers 503,
+        closed rather than open) while the Secret cannot be read or its token is unusable."""
         ref = self.config.runner.webhook.secret_ref
         if ref is None:
             return None
         at, token = self._token
         if time.monotonic() - at < TOKEN_CACHE_SECONDS and token is not None:
             return token
+        reader = secretrefs.SecretReader(self.kube, self.namespace)
         try:
-            data = secretrefs.SecretReader(self.kube, self.namespace).read(ref, field=WEBHOOK_FIELD)
+            data = reader.read(ref, field=WEBHOOK_FIELD)
         except LockgateError as exc:
             log.warning("cannot read the webhook Secret", extra={"reason": exc.message})
-            return token
-        token = data.get("token")
-        if token is None:
-            log.warning(
-                "the webhook Secret has no 'token' entry",
-                extra={"secret": f"{self.namespace}/{ref}", "field": WEBHOOK_FIELD},
-            )
+            token = token or b""  # the last good token while the API server is away
+        else:
+            try:
+                token = secretrefs.usable_token(data, where=reader.where(ref, WEBHOOK_FIELD), what="webhook")
+            except UsageError as exc:
+                log.error("webhook token refused; every hook answers 503", extra={"reason": exc.message})
+                token = b""
         self._token = (time.monotonic(), token)
         return token
+
+    def _check_tokens(self) -> None:
+        """Refuse to start with a webhook or status page token that is missing or too short; a
+        Secret that cannot be read yet is checked again whenever the token is needed."""
+        ref = self.config.runner.webhook.secret_ref
+        if ref is not None:
+            reader = secretrefs.SecretReader(self.kube, self.namespace)
+            try:
+                data = reader.read(ref, field=WEBHOOK_FIELD)
+            except LockgateError as exc:
+                log.warning("cannot read the webhook Secret yet", extra={"reason": exc.message})
+            else:
+                secretrefs.usable_token(data, where=reader.where(ref, WEBHOOK_FIELD), what="webhook")
+        if self.page is not None:
+            self.page.check_token()
 
     def ready(self) -> tuple[bool, str]:
         if not self.health.api_ok:

@@ -1,7 +1,12 @@
 """An OCI registry: Debian's docker-registry (Distribution 2.8) on loopback, deletes enabled.
 
 ``start_registry(auth=True)`` adds htpasswd basic auth (bcrypt, from apache2-utils) for
-auth tests. Storage is a temporary directory that goes away with the world.
+auth tests; ``token=TokenAuth(...)`` makes it a token-auth registry (Distribution's ``auth:
+token``, as Docker Hub and GHCR work) whose 401 names the given realm. ``public_url`` is
+Distribution's ``http.host`` (the URL generated links such as upload locations name) and
+``storage_redirect`` its ``redirect`` storage middleware (blob GET/HEAD answered with a 307 to
+that base URL plus the blob's storage path, as a registry on S3 or a CDN answers). Storage is a
+temporary directory (``Registry.data``) that goes away with the world.
 """
 
 from __future__ import annotations
@@ -28,6 +33,8 @@ class Registry:
     process: Process
     username: str | None = None
     password: str | None = None
+    #: the filesystem storage driver's root: blobs are under docker/registry/v2/blobs/
+    data: Path | None = None
 
     @property
     def url(self) -> str:
@@ -41,19 +48,58 @@ class Registry:
         self.process.stop()
 
 
-def _config(root: Path, port: int, htpasswd: Path | None) -> str:
+@dataclass(frozen=True)
+class TokenAuth:
+    """Distribution's ``auth: token``: tokens from ``realm``, for ``service``, signed by ``issuer``
+    with the key of the certificate in ``certificate`` (a PEM file)."""
+
+    realm: str
+    service: str
+    issuer: str
+    certificate: Path
+
+
+def _config(
+    root: Path,
+    port: int,
+    htpasswd: Path | None,
+    *,
+    token: TokenAuth | None = None,
+    public_url: str | None = None,
+    storage_redirect: str | None = None,
+) -> str:
     auth = f"auth:\n  htpasswd:\n    realm: lockgate-test\n    path: {htpasswd}\n" if htpasswd else ""
+    if token is not None:
+        auth = (
+            f"auth:\n  token:\n    realm: {token.realm}\n    service: {token.service}\n"
+            f"    issuer: {token.issuer}\n    rootcertbundle: {token.certificate}\n"
+        )
+    host = f"  host: {public_url}\n" if public_url else ""
+    middleware = (
+        "middleware:\n  storage:\n    - name: redirect\n"
+        f"      options:\n        baseurl: {storage_redirect}\n"
+        if storage_redirect
+        else ""
+    )
     return (
         "version: 0.1\n"
         "log:\n  level: info\n  accesslog:\n    disabled: true\n"
         f"storage:\n  filesystem:\n    rootdirectory: {root / 'data'}\n  delete:\n    enabled: true\n"
         "  cache:\n    blobdescriptor: inmemory\n"
-        f"http:\n  addr: 127.0.0.1:{port}\n  headers:\n    X-Content-Type-Options: [nosniff]\n"
-        f"{auth}"
+        f"http:\n  addr: 127.0.0.1:{port}\n{host}  headers:\n    X-Content-Type-Options: [nosniff]\n"
+        f"{auth}{middleware}"
     )
 
 
-def start_registry(workdir: Path, *, auth: bool = False, name: str = "registry") -> Registry:
+def start_registry(
+    workdir: Path,
+    *,
+    auth: bool = False,
+    name: str = "registry",
+    token: TokenAuth | None = None,
+    public_url: str | None = None,
+    storage_redirect: str | None = None,
+) -> Registry:
     binary = shutil.which(REGISTRY_BINARY)
     if binary is None:
         raise WorldSetupError(
@@ -75,18 +121,22 @@ def start_registry(workdir: Path, *, auth: bool = False, name: str = "registry")
         htpasswd.write_text(out.stdout)
     port = free_port()
     config = root / "config.yml"
-    config.write_text(_config(root, port, htpasswd))
+    config.write_text(
+        _config(root, port, htpasswd, token=token, public_url=public_url, storage_redirect=storage_redirect)
+    )
     process = start(
         name, [binary, "serve", config], log=root / "registry.log", env={"OTEL_TRACES_EXPORTER": "none"}
     )
-    registry = Registry(host=f"127.0.0.1:{port}", process=process, username=username, password=password)
+    registry = Registry(
+        host=f"127.0.0.1:{port}", process=process, username=username, password=password, data=root / "data"
+    )
 
     def ready() -> bool:
         try:
             with urllib.request.urlopen(f"{registry.url}/v2/", timeout=1) as resp:
                 return bool(resp.status == 200)
         except urllib.error.HTTPError as exc:
-            return exc.code == 401 and auth
+            return exc.code == 401 and (auth or token is not None)
         except OSError:
             return False
 

@@ -37,6 +37,7 @@ from starlette.responses import JSONResponse, RedirectResponse, Response
 from starlette.routing import Route
 
 from lockgate.errors import LockgateError
+from runner.pipeline.secretrefs import MIN_TOKEN_BYTES
 from runner.serve.http import parse_address
 
 log = logging.getLogger(__name__)
@@ -105,6 +106,8 @@ def session_value(token: bytes) -> str:
 
 
 def _authorised(request: Request, token: bytes) -> bool:
+    if len(token) < MIN_TOKEN_BYTES:
+        return False
     scheme, _, value = request.headers.get("authorization", "").strip().partition(" ")
     if scheme.lower() == "bearer" and value and hmac.compare_digest(value.strip().encode("latin-1"), token):
         return True
@@ -149,8 +152,14 @@ def build_app(
                 if loopback_only and not _host_is_loopback(request.headers.get("host", "")):
                     return JSONResponse({"error": "this page answers on loopback host names only"}, 421)
                 return await call_next(request)
-            if not secret:  # configured, but the Secret cannot be read: closed, never open
-                return JSONResponse({"error": "the status page's token Secret cannot be read"}, 503)
+            if len(secret) < MIN_TOKEN_BYTES:  # configured, but unreadable or unusable: closed, never open
+                return JSONResponse(
+                    {
+                        "error": "the status page's token cannot be read, or is missing or shorter than "
+                        f"{MIN_TOKEN_BYTES} bytes; the runner's log says which"
+                    },
+                    503,
+                )
             if path in ("/login", "/static/login.js", "/static/style.css", "/static/favicon.svg"):
                 return await call_next(request)
             if _authorised(request, secret):

@@ -20,6 +20,7 @@ from pathlib import Path
 from lockgate.errors import UsageError
 from runner.kube.client import Kube
 from runner.pipeline.reconcile import check_name, runner_namespace
+from runner.serve import listener
 from runner.serve.http import HttpServers, parse_address
 from runner.serve.web import app, cluster
 
@@ -59,7 +60,7 @@ def run(
     ns = runner_namespace(namespace)
     kube = Kube.from_kubeconfig(kubeconfig)
     reader = cluster.Reader(kube, namespaces=lambda: [ns])
-    servers = HttpServers(app.build_app(reader, loopback_only=True), [address])
+    servers = HttpServers(app.build_app(reader, loopback_only=True), [address], limits=listener.PAGE)
     servers.start()
     done = stop or threading.Event()
     previous = {sig: signal.signal(sig, lambda *_: done.set()) for sig in (signal.SIGINT, signal.SIGTERM)}

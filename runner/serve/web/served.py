@@ -5,8 +5,9 @@ page), refuses an address beyond loopback without ``secretRef`` (a ``UsageError`
 anything starts), and otherwise builds the page's ``HttpServers`` (the same uvicorn stack as
 the webhook and metrics endpoints, on a listener of its own so that exposing the webhook
 never exposes the page). The token is the ``token`` entry of the Secret, re-read every 30 s
-so a rotation takes effect without a restart; a Secret that cannot be read locks the page
-(every request 503) rather than opening it.
+so a rotation takes effect without a restart; one shorter than 16 bytes stops ``serve`` at
+start, and a Secret that cannot be read or holds such a token later locks the page (every
+request 503) rather than opening it.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from lockgate.errors import LockgateError, UsageError
 from runner.kube.client import Kube
 from runner.pipeline import secretrefs
 from runner.pipeline.documents import StatusPageSettings
+from runner.serve import listener
 from runner.serve.http import HttpServers, parse_address
 from runner.serve.scheduler import Outcome, SyncState
 from runner.serve.web import app, cluster
@@ -81,7 +83,9 @@ class ServedPage:
         token = self.token if settings.secret_ref is not None else (lambda: None)
         loopback = app.is_loopback(settings.address)
         self.http = HttpServers(
-            app.build_app(reader, token=token, loopback_only=loopback), [settings.address]
+            app.build_app(reader, token=token, loopback_only=loopback),
+            [settings.address],
+            limits=listener.PAGE,
         )
 
     def _live(self) -> dict[str, cluster.Configured]:
@@ -94,26 +98,46 @@ class ServedPage:
         }
 
     def token(self) -> bytes | None:
-        """The page's token; ``b""`` (nothing matches it) while the Secret cannot be read."""
+        """The page's token; ``b""`` (every request 503) while the Secret cannot be read or its
+        token is unusable: closed, never open."""
         ref = self.settings.secret_ref
         assert ref is not None
         with self._token_lock:
             at, token = self._token
-            if token and time.monotonic() - at < TOKEN_CACHE_SECONDS:
+            if token is not None and time.monotonic() - at < TOKEN_CACHE_SECONDS:
                 return token
+            reader = secretrefs.SecretReader(self.kube, self.namespace)
             try:
-                data = secretrefs.SecretReader(self.kube, self.namespace).read(ref, field=TOKEN_FIELD)
-                found = data.get("token") or b""
-                if not found:
-                    log.warning(
-                        "the status page Secret has no 'token' entry; the page answers 503",
-                        extra={"secret": f"{self.namespace}/{ref}"},
-                    )
+                data = reader.read(ref, field=TOKEN_FIELD)
             except LockgateError as exc:
                 log.warning("cannot read the status page Secret", extra={"reason": exc.message})
                 found = token or b""
+            else:
+                try:
+                    found = secretrefs.usable_token(
+                        data, where=reader.where(ref, TOKEN_FIELD), what="status page"
+                    )
+                except UsageError as exc:
+                    log.error(
+                        "status page token refused; the page answers 503", extra={"reason": exc.message}
+                    )
+                    found = b""
             self._token = (time.monotonic(), found)
             return found
+
+    def check_token(self) -> None:
+        """At start: a token that is missing or too short is a ``UsageError``; a Secret that
+        cannot be read yet locks the page until it can."""
+        ref = self.settings.secret_ref
+        if ref is None:
+            return
+        reader = secretrefs.SecretReader(self.kube, self.namespace)
+        try:
+            data = reader.read(ref, field=TOKEN_FIELD)
+        except LockgateError as exc:
+            log.warning("cannot read the status page Secret yet", extra={"reason": exc.message})
+            return
+        secretrefs.usable_token(data, where=reader.where(ref, TOKEN_FIELD), what="status page")
 
     def observe(self, outcome: Outcome) -> None:
         self.recorder.observe(outcome)

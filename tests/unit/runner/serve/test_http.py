@@ -1,4 +1,4 @@
-"""runner.serve.http through a real uvicorn server on loopback, driven with ``requests``.
+"""runner.serve.http through real uvicorn servers on loopback, driven with ``requests``.
 
 ``Service`` is a small implementation of our own ``Endpoints`` protocol that records what
 was triggered; the HTTP side, the server and the sockets are all real.
@@ -22,10 +22,10 @@ from lockgate.errors import LockgateError, UsageError
 from runner.pipeline import source
 from runner.pipeline.reconcile import SyncOptions
 from runner.pipeline.result import Result
-from runner.serve import http
+from runner.serve import http, listener
 from runner.serve.metrics import Metrics
 
-TOKEN = b"webhook-s3cret"
+TOKEN = b"webhook-s3cret-of-32-bytes-0123"
 LIMIT = 8192
 BODY = b'{"ref": "refs/heads/main"}'
 
@@ -60,26 +60,45 @@ class Service:
 
 @dataclass
 class Running:
+    """The two listeners of ``serve``: ``url`` the webhooks', ``probes`` the probes' and metrics'."""
+
     url: str
+    probes: str
     service: Service
     metrics: Metrics
     servers: http.HttpServers
+    probe_servers: http.HttpServers
+
+    def stop(self, timeout: float = 5) -> None:
+        self.servers.stop(timeout)
+        self.probe_servers.stop(timeout)
 
 
 def serve(service: Service, addresses: list[str] | None = None) -> Running:
     metrics = Metrics()
     servers = http.HttpServers(
-        http.build_app(service, metrics, max_body_bytes=LIMIT), addresses or ["127.0.0.1:0"]
+        http.hooks_app(service, max_body_bytes=LIMIT), addresses or ["127.0.0.1:0"], limits=listener.WEBHOOK
+    )
+    probes = http.HttpServers(
+        http.probes_app(service, metrics), addresses or ["127.0.0.1:0"], limits=listener.PROBES
     )
     servers.start()
-    return Running(f"http://127.0.0.1:{servers.ports[0]}", service, metrics, servers)
+    probes.start()
+    return Running(
+        f"http://127.0.0.1:{servers.ports[0]}",
+        f"http://127.0.0.1:{probes.ports[0]}",
+        service,
+        metrics,
+        servers,
+        probes,
+    )
 
 
 @pytest.fixture
 def running() -> Iterator[Running]:
     run = serve(Service())
     yield run
-    run.servers.stop(5)
+    run.stop()
 
 
 def signature(body: bytes, algorithm: str = "sha256", key: bytes = TOKEN) -> str:
@@ -193,7 +212,24 @@ def test_no_webhook_token_configured_is_404() -> None:
         assert reply.json()["error"] == http.NOT_CONFIGURED
         assert run.service.triggered == []
     finally:
-        run.servers.stop(5)
+        run.stop()
+
+
+@pytest.mark.parametrize("short", [b"", b"fifteen-bytes!!"], ids=["empty", "15-bytes"])
+def test_a_short_token_authenticates_nobody(short: bytes) -> None:
+    """An HMAC with an empty (or short) key is one anybody can compute or guess: such a token
+    proves nothing, and the listener answers 503 rather than opening up."""
+    assert http.authenticate({"x-hub-signature-256": signature(BODY, key=short)}, BODY, short) is None
+    assert http.authenticate({"x-signature": signature(BODY, key=short)}, BODY, short) is None
+    assert http.authenticate({"authorization": f"Bearer {short.decode()}"}, BODY, short) is None
+    run = serve(Service(token=short))
+    try:
+        reply = hook(run, {"X-Hub-Signature-256": signature(BODY, key=short), "X-GitHub-Event": "push"})
+        assert reply.status_code == 503
+        assert reply.json()["error"] == http.UNUSABLE
+        assert run.service.triggered == []
+    finally:
+        run.stop()
 
 
 def test_a_hook_must_be_posted(running: Running) -> None:
@@ -255,16 +291,24 @@ def test_body_at_the_limit_is_accepted(running: Running) -> None:
 
 
 def test_healthz_answers_ok(running: Running) -> None:
-    reply = requests.get(f"{running.url}/healthz", timeout=10)
-    assert (reply.status_code, reply.text) == (200, "ok")
+    for url in (running.probes, running.url):  # the webhook listener has one for load balancers
+        reply = requests.get(f"{url}/healthz", timeout=10)
+        assert (reply.status_code, reply.text) == (200, "ok")
+
+
+def test_the_webhook_listener_serves_neither_metrics_nor_readiness(running: Running) -> None:
+    """Metrics name syncs, URLs and digests, readiness the API server's errors: not for outside."""
+    for path in ("/metrics", "/readyz"):
+        assert requests.get(f"{running.url}{path}", timeout=10).status_code == 404
+    assert requests.post(f"{running.probes}/hook/web", timeout=10).status_code == 404
 
 
 def test_readyz_is_503_with_the_reason(running: Running) -> None:
     running.service.readiness = (False, "registry.example unreachable: connection refused")
-    reply = requests.get(f"{running.url}/readyz", timeout=10)
+    reply = requests.get(f"{running.probes}/readyz", timeout=10)
     assert (reply.status_code, reply.text) == (503, "registry.example unreachable: connection refused")
     running.service.readiness = (True, "")
-    reply = requests.get(f"{running.url}/readyz", timeout=10)
+    reply = requests.get(f"{running.probes}/readyz", timeout=10)
     assert (reply.status_code, reply.text) == (200, "ok")
 
 
@@ -275,7 +319,7 @@ def test_metrics_exposition_names_the_series(running: Running) -> None:
     running.metrics.count_api({"get": 1})
     running.metrics.count_registry("head")
     running.metrics.reload(True)
-    reply = requests.get(f"{running.url}/metrics", timeout=10)
+    reply = requests.get(f"{running.probes}/metrics", timeout=10)
     assert reply.status_code == 200
     assert reply.headers["Content-Type"].startswith("text/plain; version=0.0.4")
     for name in (
@@ -302,7 +346,7 @@ def test_each_distinct_address_gets_a_server_and_duplicates_share_one() -> None:
         assert requests.get(f"http://127.0.0.1:{first}/healthz", timeout=10).text == "ok"
         assert requests.get(f"http://[::1]:{second}/healthz", timeout=10).text == "ok"
     finally:
-        run.servers.stop(5)
+        run.stop()
 
 
 def test_a_bare_port_listens_on_all_interfaces() -> None:
@@ -313,25 +357,39 @@ def test_a_bare_port_listens_on_all_interfaces() -> None:
         if socket.has_dualstack_ipv6():
             assert requests.get(f"http://[::1]:{port}/healthz", timeout=10).text == "ok"
     finally:
-        run.servers.stop(5)
+        run.stop()
 
 
 def test_bad_address_and_taken_port_are_errors(running: Running) -> None:
     with pytest.raises(UsageError, match="listen address 'localhost'"):
-        http.HttpServers(running.servers.app, ["localhost"]).start()
-    with pytest.raises(LockgateError, match=f"cannot listen on 127.0.0.1:{running.servers.ports[0]}"):
-        http.HttpServers(running.servers.app, [f"127.0.0.1:{running.servers.ports[0]}"]).start()
+        http.HttpServers(running.servers.app, ["localhost"], limits=listener.WEBHOOK).start()
+    taken = running.servers.ports[0]
+    with pytest.raises(LockgateError, match=f"cannot listen on 127.0.0.1:{taken}"):
+        http.HttpServers(running.servers.app, [f"127.0.0.1:{taken}"], limits=listener.WEBHOOK).start()
+
+
+def test_the_webhook_listener_may_not_share_the_probes_port() -> None:
+    with pytest.raises(UsageError) as caught:
+        http.check_apart(":8080", "127.0.0.1:8080", where="--config lockgate.yaml")
+    assert caught.value.message.startswith(
+        "--config lockgate.yaml: Runner spec.webhookAddress ':8080' uses the port of spec.metricsAddress "
+        "'127.0.0.1:8080': /healthz, /readyz and /metrics keep a listener of their own"
+    )
+    http.check_apart(":9292", ":8080", where="x")
+    http.check_apart("127.0.0.1:0", "127.0.0.1:0", where="x")  # two free ports
 
 
 def test_stop_lets_a_request_in_flight_finish_and_refuses_new_ones() -> None:
     run = serve(Service(gate=threading.Event()))
     assert run.service.gate is not None
-    port = run.servers.ports[0]
+    port = run.probe_servers.ports[0]
     replies: list[requests.Response] = []
-    request = threading.Thread(target=lambda: replies.append(requests.get(f"{run.url}/readyz", timeout=30)))
+    request = threading.Thread(
+        target=lambda: replies.append(requests.get(f"{run.probes}/readyz", timeout=30))
+    )
     request.start()
     assert run.service.entered.wait(10)
-    stopping = threading.Thread(target=run.servers.stop, args=(20,))
+    stopping = threading.Thread(target=run.probe_servers.stop, args=(20,))
     started = time.monotonic()
     stopping.start()
     deadline = time.monotonic() + 5
@@ -348,24 +406,26 @@ def test_stop_lets_a_request_in_flight_finish_and_refuses_new_ones() -> None:
     stopping.join(10)
     assert not stopping.is_alive() and time.monotonic() - started < 10
     assert [(r.status_code, r.text) for r in replies] == [(200, "ok")]
-    assert not run.servers.serving
+    assert not run.probe_servers.serving
+    run.stop()
 
 
 def test_stop_gives_up_on_a_stuck_request_after_its_timeout() -> None:
     run = serve(Service(gate=threading.Event()))
     assert run.service.gate is not None
-    request = threading.Thread(target=_ignore_errors, args=(f"{run.url}/readyz",))
+    request = threading.Thread(target=_ignore_errors, args=(f"{run.probes}/readyz",))
     request.start()
     assert run.service.entered.wait(10)
     started = time.monotonic()
-    run.servers.stop(0.5)
+    run.probe_servers.stop(0.5)
     assert time.monotonic() - started < 3
     run.service.gate.set()  # the worker thread returns; the loop's thread then ends too
     request.join(10)
     deadline = time.monotonic() + 10
-    while run.servers.serving:
+    while run.probe_servers.serving:
         assert time.monotonic() < deadline
         time.sleep(0.05)
+    run.stop()
 
 
 def _ignore_errors(url: str) -> None:
