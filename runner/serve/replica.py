@@ -92,8 +92,8 @@ class Replica:
         if sharing.standing_by:
             log.error(
                 "standing by: this replica's configuration differs from the one the running "
-                "replicas share, so it runs no sync; give every replica the same Sync documents "
-                "and Runner settings",
+                "replicas share, so it runs no sync until the files agree; give every replica the "
+                "same Sync documents and Runner settings (a reload on its way settles this by itself)",
                 extra={
                     "config": short(self.membership.config),
                     "theirs": short(sharing.their_config),
