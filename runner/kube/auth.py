@@ -13,21 +13,30 @@ memfd, from a 0600 file in a private 0700 directory, both removed right after lo
 The header is set per request by an ``Authenticator`` (the session's ``auth``), which
 can ``refresh`` once when the server answers 401: a token file is re-read (bound service
 account tokens rotate), an exec plugin is run again (``runner.kube.exec_plugin``).
+
+``insecure-skip-tls-verify`` is said once per API server, as a log warning when the session
+is built; urllib3's ``InsecureRequestWarning`` for that host only (it would print two lines
+per request) is filtered out.
 """
 
 from __future__ import annotations
 
 import base64
 import contextlib
+import logging
 import os
+import re
 import ssl
 import tempfile
 import threading
+import urllib.parse
+import warnings
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import requests
+import urllib3
 from requests.adapters import HTTPAdapter
 from requests.auth import AuthBase
 
@@ -38,6 +47,10 @@ if TYPE_CHECKING:  # typed only in types-requests
     from requests.adapters import _HostParams, _PoolKwargs
 
 HAS_MEMFD = hasattr(os, "memfd_create") and os.path.isdir("/proc/self/fd")
+
+log = logging.getLogger("lockgate.kube")
+_insecure_said: set[str] = set()
+_insecure_lock = threading.Lock()
 
 
 # ---- TLS -------------------------------------------------------------------------------
@@ -109,6 +122,7 @@ def tls_context(cluster: kubeconfig.Cluster, *, where: str) -> ssl.SSLContext:
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
     context.minimum_version = ssl.TLSVersion.TLSv1_2
     if cluster.insecure:
+        _say_insecure(cluster.server, where)
         context.check_hostname = False
         context.verify_mode = ssl.CERT_NONE
         return context
@@ -123,6 +137,26 @@ def tls_context(cluster: kubeconfig.Cluster, *, where: str) -> ssl.SSLContext:
             f"the certificate authority of {where} is not PEM: regenerate the kubeconfig"
         ) from None
     return context
+
+
+def _say_insecure(server: str, where: str) -> None:
+    """Once per server: a warning of ours, and urllib3's per-request warning for that host off."""
+    with _insecure_lock:
+        if server in _insecure_said:
+            return
+        _insecure_said.add(server)
+    host = urllib.parse.urlsplit(server).hostname or server
+    warnings.filterwarnings(
+        "ignore",
+        message=f"Unverified HTTPS request is being made to host '{re.escape(host)}'",
+        category=urllib3.exceptions.InsecureRequestWarning,
+    )
+    log.warning(
+        "the API server's certificate is not verified (insecure-skip-tls-verify): anyone on the "
+        "network path can read and change what lockgate sends; give the kubeconfig the cluster's "
+        "certificate-authority instead",
+        extra={"server": server, "kubeconfig": where},
+    )
 
 
 class TLSAdapter(HTTPAdapter):

@@ -260,14 +260,26 @@ class Kube:
         )
         return dict(response.json())
 
-    def delete(self, res: Resource, namespace: str, name: str, *, propagation: str = "Background") -> bool:
-        """Delete; False when it was already gone."""
+    def delete(
+        self,
+        res: Resource,
+        namespace: str,
+        name: str,
+        *,
+        propagation: str = "Background",
+        resource_version: str = "",
+    ) -> bool:
+        """Delete; False when it was already gone. With ``resource_version`` only that version
+        of the object is deleted (a newer one answers 409)."""
         self._before_write()
+        body: dict[str, Any] = {"propagationPolicy": propagation}
+        if resource_version:
+            body["preconditions"] = {"resourceVersion": resource_version}
         try:
             self.transport.request(
                 "DELETE",
                 res.path(namespace, name),
-                body={"propagationPolicy": propagation},
+                body=body,
                 resource=res,
                 namespace=namespace,
                 impersonate=self._impersonate,

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import difflib
 import hashlib
+import json
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -60,6 +61,25 @@ class Config:
     runner: RunnerSettings
     #: ``sha256:<hex>`` of the file's bytes, to tell a changed file from a touched one
     digest: str
+    #: ``sha256:<hex>`` of what replicas must agree on to share the syncs: the Sync documents
+    #: and the Runner settings other than ``PER_REPLICA`` (comments and order do not count)
+    shared_digest: str = ""
+
+
+#: Runner settings each replica may set for itself (its own listeners, log and pace)
+PER_REPLICA = frozenset(
+    {"metricsAddress", "webhookAddress", "statusPage", "logFormat", "concurrency", "maxBodyBytes"}
+)
+
+
+def _shared_digest(syncs: list[_Sync], runners: list[located.Document]) -> str:
+    spec = (runners[0].value.get("spec") or {}) if runners else {}
+    shared = {
+        "runner": {k: v for k, v in spec.items() if k not in PER_REPLICA},
+        "syncs": sorted((s.document.value for s in syncs), key=lambda doc: str(doc["metadata"]["name"])),
+    }
+    canonical = json.dumps(shared, sort_keys=True, separators=(",", ":"), default=str)
+    return "sha256:" + hashlib.sha256(canonical.encode()).hexdigest()
 
 
 def sync_options(
@@ -498,4 +518,9 @@ def load(path: Path, *, dry_run: bool = False) -> Config:
         except UsageError as exc:
             messages.append(exc.message)
     model.raise_all(messages)
-    return Config(syncs=options, runner=runner, digest="sha256:" + hashlib.sha256(data).hexdigest())
+    return Config(
+        syncs=options,
+        runner=runner,
+        digest="sha256:" + hashlib.sha256(data).hexdigest(),
+        shared_digest=_shared_digest(syncs, [doc for doc, _ in runners]),
+    )

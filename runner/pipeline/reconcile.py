@@ -148,9 +148,10 @@ class Pass:
         self.inventory = store.read(kube, options.name, result.namespace)
         self.previous = dict(self.inventory.members)
         self.mgr = Manager(kube, set_id=self.inventory.set_id, concurrency=options.concurrency)
+        #: the document as stored: a pass that changes nothing else still records the request
+        self._written = self.inventory.document()
         if request:
             self.inventory.handled_request = request
-        self._written = self.inventory.document()
 
     @property
     def awaits(self) -> bool:
@@ -252,6 +253,7 @@ class Pass:
         store.ensure_namespace(self.kube, self.inventory.namespace, manager=self.mgr.field_manager)
         self.inventory.members = union
         store.write(self.kube, self.inventory, manager=self.mgr.field_manager)
+        self._written = self.inventory.document()
 
     def _recorded(self) -> dict[Any, str]:
         return {key: member.hash for key, member in self.previous.items()}
@@ -293,7 +295,7 @@ class Pass:
         final: dict[Any, Member] = {} if self.options.prune else dict(self.previous)
         for key, item in members.items():
             final[key] = Member(key, item.version, item.hash if key in applied else "")
-        before = (self.inventory.document(), self.inventory.exists)
+        before = (self._written, self.inventory.exists)
         self.inventory.members = final
         self.inventory.digest = self.result.digest
         self.inventory.revision = self.result.revision
@@ -405,6 +407,7 @@ def reconcile(
     started = time.monotonic()
     result = Result(name=options.name, dry_run=options.dry_run)
     client: Kube | None = kube
+    run: Pass | None = None
     try:
         check_name(options.name)
         result.namespace = runner_namespace(options.namespace)
@@ -419,6 +422,10 @@ def reconcile(
             result.waiting = result.skipped = waiting.reason
             client = client or Kube.from_kubeconfig(kubeconfig, pool=options.concurrency + 4)
             _record_waiting(_writer(client, options, result.namespace, guard), options, result)
+            if requested_at:
+                _record_request(
+                    _writer(client, options, result.namespace, guard), options, result, requested_at
+                )
             return result
         result.url, result.digest, result.revision = fetched.url, fetched.digest, fetched.revision
         result.waiting = fetched.waiting
@@ -452,6 +459,13 @@ def reconcile(
             _attest(options, result, client, fetched.client, healthy=True, fatal=True)
     except LockgateError as exc:
         result.error = exc
+        if (
+            requested_at
+            and run is None
+            and client is not None
+            and not isinstance(exc, ClusterError | Abandoned)
+        ):
+            _record_request(_writer(client, options, result.namespace, guard), options, result, requested_at)
     finally:
         result.seconds = time.monotonic() - started
         if client is not None:
@@ -496,6 +510,22 @@ def _writer(client: Kube, options: SyncOptions, namespace: str, guard: Callable[
     if user is not None:  # a tenant's pass: the API server allows what its RBAC allows
         writer = writer.impersonating(user)
     return writer
+
+
+def _record_request(kube: Kube, options: SyncOptions, result: Result, requested_at: str) -> None:
+    """A requested pass that ended before the cluster half (the source failed or waits) has
+    answered the request all the same, as Flux's ``lastHandledReconcileAt``: ``requestPending``
+    clears and a restarted runner does not replay it. Only an existing parent is written."""
+    if options.dry_run or not result.namespace:
+        return
+    try:
+        inventory = store.read(kube, options.name, result.namespace)
+        if not inventory.exists or inventory.handled_request == requested_at:
+            return
+        inventory.handled_request = requested_at
+        store.write(kube, inventory, manager=Manager(kube, set_id=inventory.set_id).field_manager)
+    except LockgateError as exc:
+        result.notes.append(f"the request was not recorded as handled: {exc.message.splitlines()[0]}")
 
 
 def _record_waiting(kube: Kube, options: SyncOptions, result: Result) -> None:

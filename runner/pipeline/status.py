@@ -5,7 +5,9 @@ or without a running ``serve`` and needs only ``get``/``list`` on Secrets in the
 namespace. ``request`` is ``lockgate sync``: it sets the parent's ``lockgate.dev/requestedAt``
 annotation, as ``flux reconcile`` sets ``reconcile.fluxcd.io/requestedAt``; ``serve`` runs
 the sync when it sees a value it has not handled, and that pass may retry a digest that
-was rolled back from.
+was rolled back from. The value has microseconds (Flux writes RFC3339Nano), so two requests
+in one second are two requests; a sync ``serve`` marks suspended is refused, since no pass
+would answer.
 """
 
 from __future__ import annotations
@@ -18,8 +20,8 @@ from lockgate.errors import UsageError
 from runner.inventory import store
 from runner.kube.client import Kube
 from runner.pipeline.reconcile import check_name, runner_namespace
-from runner.plan import history
-from runner.plan.inventory import Inventory
+from runner.plan import history, shard
+from runner.plan.inventory import SUSPENDED, Inventory
 
 
 def _client(kube: Kube | None, kubeconfig: Path | None) -> Kube:
@@ -67,7 +69,13 @@ def request(
     inventory = store.read(client, name, ns)
     if not inventory.exists:
         raise _never_ran(name, ns)
-    at = history.timestamp(now or dt.datetime.now(dt.UTC))
+    if inventory.suspended:
+        raise UsageError(
+            f"sync {name} is suspended (spec.suspend in the configuration lockgate serve runs; "
+            f"annotation {SUSPENDED} on Secret {ns}/{inventory.parent}): nothing would run it. "
+            "Resume it (drop spec.suspend) first, or run it once with lockgate reconcile --config FILE"
+        )
+    at = shard.micro_time((now or dt.datetime.now(dt.UTC)).timestamp())
     store.request(client, inventory, at)
     return at
 

@@ -28,6 +28,8 @@ DATA_KEY = "inventory.json.gz"
 ANNOTATION_PREFIX = "lockgate.dev/"
 #: set by ``lockgate sync`` (as ``flux reconcile`` sets ``reconcile.fluxcd.io/requestedAt``)
 REQUESTED_AT = ANNOTATION_PREFIX + "requestedAt"
+#: set by ``serve`` while the configuration it runs suspends the sync (``lockgate sync`` says so)
+SUSPENDED = ANNOTATION_PREFIX + "suspended"
 MANAGED_BY = "app.kubernetes.io/managed-by"
 
 
@@ -69,6 +71,8 @@ class Inventory:
     handled_request: str = ""
     #: read from the parent's annotation; never written by the runner
     requested_at: str = ""
+    #: read from the parent's annotation, which ``serve`` keeps (``runner.inventory.suspended``)
+    suspended: bool = False
     #: a newer digest that lacks the attestations ``spec.verify.attestations`` require, and why
     waiting: str = ""
     exists: bool = False
@@ -165,6 +169,7 @@ def from_secret(secret: dict[str, Any], name: str, namespace: str) -> Inventory:
     inventory.rejected = [str(d) for d in doc.get("rejected") or []]
     inventory.handled_request = str(doc.get("lastHandledRequestedAt", ""))
     inventory.requested_at = str(annotations_of(secret).get(REQUESTED_AT, ""))
+    inventory.suspended = annotations_of(secret).get(SUSPENDED) == "true"
     inventory.waiting = str(doc.get("waiting", ""))
     inventory.exists = True
     return inventory

@@ -55,19 +55,27 @@ def full_pass_reason(
     drift_interval: float,
     requested: bool,
     rejected: Sequence[str] = (),
+    attempted: bool = False,
+    reconfigured: bool = False,
 ) -> str | None:
     """Why the sync needs a full pull-verify-apply now, or None when the cheap check suffices.
 
     A digest that was rolled back from (``rejected``) is not tried again until a person
     asks (``requested``) or a different digest appears: that is what keeps an automatic
-    rollback from looping.
+    rollback from looping. With nothing applied yet the reason says why: ``first pass``
+    only before any full pass of the sync ran (``attempted``), ``configuration changed``
+    after a reload changed its settings (``reconfigured``), else a retry.
     """
     if requested:
         return "requested"
     if current_digest in rejected:
         return None
     if current_digest != applied.digest:
-        return "new digest" if applied.digest else "first pass"
+        if applied.digest:
+            return "new digest"
+        if attempted:
+            return "retry: the last pass did not succeed"
+        return "configuration changed" if reconfigured else "first pass"
     if now - applied.at >= drift_interval:
         return "drift interval"
     return None

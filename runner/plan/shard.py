@@ -4,7 +4,9 @@ Several replicas share the syncs by rendezvous (highest-random-weight) hashing: 
 sync goes to the live member with the highest ``sha256(member, sync)`` weight, so when a
 member leaves only its own syncs move, and a new member takes about ``1/n`` from each of
 the others. The hash is sha256, not ``hash()``, so every replica (and every Python
-process) computes the same owner.
+process) computes the same owner. Only replicas on the same configuration share
+(``sharing``): hashing over members that know other syncs would hand syncs to a replica
+that does not run them.
 
 The per-sync Lease (coordination.k8s.io/v1) is what makes a short overlap during
 rebalancing safe: ``holder_of`` says whether a live other holder has it, and
@@ -48,6 +50,52 @@ def assign(syncs: Iterable[str], members: Iterable[str]) -> dict[str, str]:
     if not live:
         return {}
     return {sync: owner(sync, live) or "" for sync in syncs}
+
+
+@dataclass(frozen=True)
+class Member:
+    """A live replica as its member Lease describes it."""
+
+    identity: str
+    #: when it joined (the member Lease's ``acquireTime``); None when unknown
+    joined: float | None = None
+    #: the digest of the configuration it runs; "" from a runner that does not record one
+    config: str = ""
+
+
+@dataclass(frozen=True)
+class Sharing:
+    """Whom this replica shares the syncs with, or why it stands by and runs none."""
+
+    peers: tuple[str, ...] = ()
+    #: the members whose configuration decides, when this replica's differs from theirs
+    deferring_to: tuple[str, ...] = ()
+    #: their configuration digest
+    their_config: str = ""
+
+    @property
+    def standing_by(self) -> bool:
+        return bool(self.deferring_to)
+
+
+def sharing(me: Member, members: Iterable[Member]) -> Sharing:
+    """Only replicas running the same configuration share the syncs; which one wins is the
+    configuration of the longest-running member, so a newcomer (or a replica still on an
+    old file) runs nothing until the files agree, and some group always runs everything.
+
+    Members that record no configuration (older runners) count as agreeing. Pure: ``me``
+    is always among the members considered.
+    """
+    others = [m for m in members if m.identity != me.identity]
+    everyone = [me, *others]
+    known = [m for m in everyone if m.config]
+    if not me.config or not known:
+        return Sharing(peers=tuple(sorted(m.identity for m in everyone)))
+    eldest = min(known, key=lambda m: (m.joined if m.joined is not None else math.inf, m.identity))
+    if eldest.config != me.config:
+        deciding = sorted(m.identity for m in known if m.config == eldest.config)
+        return Sharing(deferring_to=tuple(deciding), their_config=eldest.config)
+    return Sharing(peers=tuple(sorted(m.identity for m in everyone if m.config in ("", me.config))))
 
 
 # ---- MicroTime ---------------------------------------------------------------------

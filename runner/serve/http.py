@@ -18,11 +18,12 @@ order of the checks keeps strangers from learning anything: no token configured 
 404 (Flux's Receiver cannot exist without one either), a token that cannot be read or is
 shorter than 16 bytes 503 (closed: an HMAC with an empty key lets anyone in), then the
 body limit (413, from ``Content-Length`` before reading, else while the body streams in),
-then authentication
-(401, nothing triggered), and only then whether the sync exists (404). GitHub's ``ping``
-answers 200 without a pass; ``push``, ``package`` and ``registry_package`` trigger one;
-other GitHub events answer 200 and say they were ignored. Coalescing bursts into one pass
-is the scheduler's business (``Endpoints.trigger``).
+then authentication (401, nothing triggered), and only then whether the sync exists (404)
+and whether it is suspended (409, nothing triggered). GitHub's ``ping`` answers 200 without
+a pass; ``push``, ``package`` and ``registry_package`` trigger one; other GitHub events
+answer 200 and say they were ignored. Coalescing bursts into one pass is the scheduler's
+business (``Endpoints.trigger``). Each answer that is not a trigger is one log event with
+its fields.
 """
 
 from __future__ import annotations
@@ -49,7 +50,7 @@ from runner.pipeline.secretrefs import MIN_TOKEN_BYTES
 from runner.serve import listener
 from runner.serve.metrics import Metrics
 
-log = logging.getLogger(__name__)
+log = logging.getLogger("lockgate.serve.http")
 
 GITHUB_TRIGGERS = frozenset({"push", "package", "registry_package"})
 BODY_SECONDS = 10.0
@@ -70,6 +71,10 @@ class Endpoints(Protocol):
         ...
 
     def knows(self, sync: str) -> bool: ...
+
+    def suspended(self, sync: str) -> bool:
+        """Whether the configuration suspends ``sync`` (a webhook then triggers nothing)."""
+        ...
 
     def webhook_token(self) -> bytes | None:
         """The current webhook token; None when webhooks are not configured."""
@@ -166,12 +171,27 @@ def hooks_app(endpoints: Endpoints, *, max_body_bytes: int) -> Starlette:
         except _Refused as refused:
             return _answer(sync, refused.status, message=refused.message, close=True)
         scheme = authenticate(request.headers, body, token)
+        client = request.client.host if request.client else "unknown"
         if scheme is None:
-            client = request.client.host if request.client else "unknown"
-            log.warning("webhook for %s refused: no valid signature or token (from %s)", sync, client)
+            log.warning(
+                "webhook refused",
+                extra={
+                    "sync": sync,
+                    "status": 401,
+                    "reason": "no valid signature or token",
+                    "client": client,
+                },
+            )
             return _answer(sync, 401, message="missing or invalid signature or token")
         if not await run_in_threadpool(endpoints.knows, sync):
             return _answer(sync, 404, message=f"no sync named {sync!r}")
+        if await run_in_threadpool(endpoints.suspended, sync):
+            log.info("webhook for a suspended sync", extra={"sync": sync, "status": 409, "client": client})
+            return _answer(
+                sync,
+                409,
+                message=f"sync {sync} is suspended (spec.suspend in the configuration); nothing triggered",
+            )
         event = request.headers.get("x-github-event", "").strip().lower()
         if event == "ping":
             return _answer(sync, 200, message="pong: the webhook reaches lockgate; nothing triggered")
@@ -184,7 +204,7 @@ def hooks_app(endpoints: Endpoints, *, max_body_bytes: int) -> Starlette:
         reason = f"webhook: GitHub {event}" if event else f"webhook ({scheme})"
         if not await run_in_threadpool(endpoints.trigger, sync, reason):
             return _answer(sync, 404, message=f"no sync named {sync!r}")
-        log.info("webhook triggered %s (%s)", sync, reason)
+        log.info("webhook triggered a pass", extra={"sync": sync, "reason": reason, "client": client})
         return _answer(sync, 200, triggered=True, message=f"a pass of {sync} is requested ({reason})")
 
     return Starlette(

@@ -14,8 +14,13 @@ after that point, so the two never write at once while the clocks agree within t
 ``lockgate.dev/runner-member=true``, renewed by ``heartbeat`` (rarely: every 30 s with 90 s
 duration); ``owns`` assigns syncs among the live members by rendezvous hashing
 (``runner.plan.shard``), so ownership moves minimally as replicas come and go, and the
-per-sync Lease makes the short overlap while they disagree safe. The decisions are pure
-functions in ``shard``; this module only reads and writes.
+per-sync Lease makes the short overlap while they disagree safe. Each member Lease carries
+the digest of the configuration its replica runs (``lockgate.dev/config-digest``): only
+members on the same configuration share the syncs, and a replica whose configuration
+differs from the longest-running member's stands by (``shard.sharing``). A heartbeat also
+deletes member Leases that ran out (a killed replica's), with the resourceVersion it read
+as a precondition, so one renewed meanwhile stays. The decisions are pure functions in
+``shard``; this module only reads and writes.
 """
 
 from __future__ import annotations
@@ -43,6 +48,8 @@ from runner.plan import shard
 PREFIX = "lockgate-"
 MEMBER_PREFIX = "lockgate-runner-"
 MEMBER_LABEL = "lockgate.dev/runner-member"
+#: on a member Lease: the digest of the configuration that replica runs
+CONFIG_ANNOTATION = "lockgate.dev/config-digest"
 SYNC_LABEL = "lockgate.dev/sync"
 FIELD_MANAGER = "lockgate"
 #: how soon a failed renewal is tried again (a normal renewal waits a third of the duration)
@@ -67,17 +74,21 @@ def member_name(identity: str) -> str:
     return (MEMBER_PREFIX + cleaned)[:253].rstrip("-.")
 
 
-def _lease(namespace: str, name: str, spec: dict[str, Any], labels: dict[str, str]) -> dict[str, Any]:
-    return {
-        "apiVersion": LEASE.api_version,
-        "kind": LEASE.kind,
-        "metadata": {
-            "name": name,
-            "namespace": namespace,
-            "labels": {"app.kubernetes.io/managed-by": "lockgate", **labels},
-        },
-        "spec": spec,
+def _lease(
+    namespace: str,
+    name: str,
+    spec: dict[str, Any],
+    labels: dict[str, str],
+    annotations: dict[str, str] | None = None,
+) -> dict[str, Any]:
+    metadata: dict[str, Any] = {
+        "name": name,
+        "namespace": namespace,
+        "labels": {"app.kubernetes.io/managed-by": "lockgate", **labels},
     }
+    if annotations:
+        metadata["annotations"] = annotations
+    return {"apiVersion": LEASE.api_version, "kind": LEASE.kind, "metadata": metadata, "spec": spec}
 
 
 def _conflict(exc: KubeError) -> bool:
@@ -318,6 +329,7 @@ class Membership:
         duration: float = 90.0,
         clock: Clock = time.time,
         skew: float = shard.CLOCK_SKEW,
+        config: str = "",
     ) -> None:
         self.kube = kube
         self.namespace = namespace
@@ -325,11 +337,15 @@ class Membership:
         self.duration = duration
         self.clock = clock
         self.skew = skew
+        #: the digest of the configuration this replica runs (``Config.shared_digest``)
+        self.config = config
         self.name = member_name(self.identity)
         self._lock = threading.Lock()
         self._acquired: float | None = None
         self._last: dict[str, Any] | None = None
-        self._known: dict[str, shard.LeaseState] | None = None
+        self._known: dict[str, tuple[shard.LeaseState, str]] | None = None
+        #: member Leases this replica deleted because they ran out (for its log)
+        self.expired: list[str] = []
 
     def heartbeat(self) -> None:
         """Renew this replica's member Lease (one update; created when missing) and re-read the members.
@@ -356,8 +372,11 @@ class Membership:
         self._last, self._acquired = written, acquired
         self.members()
 
+    def _annotations(self) -> dict[str, str]:
+        return {CONFIG_ANNOTATION: self.config} if self.config else {}
+
     def _create(self, spec: dict[str, Any]) -> dict[str, Any]:
-        body = _lease(self.namespace, self.name, spec, {MEMBER_LABEL: "true"})
+        body = _lease(self.namespace, self.name, spec, {MEMBER_LABEL: "true"}, self._annotations())
         try:
             return self.kube.create(LEASE, self.namespace, body)
         except NotFoundError:
@@ -365,31 +384,68 @@ class Membership:
             return self.kube.create(LEASE, self.namespace, body)
 
     def _replace(self, live: dict[str, Any], spec: dict[str, Any]) -> dict[str, Any]:
+        body = _with_spec(live, spec)
+        annotations = {
+            k: v for k, v in (body["metadata"].get("annotations") or {}).items() if k != CONFIG_ANNOTATION
+        }
+        body["metadata"]["annotations"] = {**annotations, **self._annotations()}
         try:
-            return self.kube.replace(LEASE, self.namespace, _with_spec(live, spec))
+            return self.kube.replace(LEASE, self.namespace, body)
         except NotFoundError:  # deleted meanwhile
             return self._create(spec)
 
     def members(self) -> list[str]:
-        """The identities of the live members (listed now; Leases that ran out are ignored)."""
-        states: dict[str, shard.LeaseState] = {}
+        """The identities of the live members (listed now). Leases that ran out are ignored, and
+        deleted once they ran out with ``skew`` to spare: a killed replica leaves no Lease behind."""
+        states: dict[str, tuple[shard.LeaseState, str]] = {}
+        now = self.clock()
         for item in self.kube.list_all(LEASE, self.namespace, label_selector=f"{MEMBER_LABEL}=true"):
             state = shard.LeaseState.from_spec(item.get("spec"))
+            metadata = item.get("metadata") or {}
+            if not state.live(now, skew=self.skew) and metadata.get("name") != self.name:
+                self._delete_expired(metadata)
+                continue
             if state.holder:
-                states[state.holder] = state
+                states[state.holder] = (
+                    state,
+                    str((metadata.get("annotations") or {}).get(CONFIG_ANNOTATION, "")),
+                )
         with self._lock:
             self._known = states
-        now = self.clock()
-        return sorted(m for m, s in states.items() if s.live(now, skew=self.skew))
+        return sorted(states)
 
-    def live(self) -> list[str]:
-        """The members as of the last ``heartbeat`` or ``members``, with this replica always among
-        them; members whose Lease ran out since are dropped. Never a request: the scheduler asks
+    def _delete_expired(self, metadata: dict[str, Any]) -> None:
+        name = str(metadata.get("name", ""))
+        try:
+            if self.kube.delete(
+                LEASE, self.namespace, name, resource_version=str(metadata.get("resourceVersion", ""))
+            ):
+                self.expired.append(name)
+        except KubeError as exc:
+            if not _conflict(exc):  # 409: renewed since we listed it, so it stays
+                raise
+
+    def sharing(self) -> shard.Sharing:
+        """Whom this replica shares the syncs with, as of the last ``heartbeat`` or ``members``;
+        members whose Lease ran out since are dropped. Never a request: the scheduler asks
         under its lock, and until the first listing succeeds this replica counts as alone."""
         with self._lock:
-            known = self._known or {}
+            known = dict(self._known or {})
         now = self.clock()
-        return sorted({self.identity, *(m for m, s in known.items() if s.live(now, skew=self.skew))})
+        mine = known.pop(self.identity, None)
+        joined = mine[0].acquire_time if mine is not None else None
+        me = shard.Member(self.identity, joined=joined, config=self.config)
+        others = [
+            shard.Member(holder, joined=state.acquire_time, config=config)
+            for holder, (state, config) in known.items()
+            if state.live(now, skew=self.skew)
+        ]
+        return shard.sharing(me, others)
+
+    def live(self) -> list[str]:
+        """The members this replica shares the syncs with (``sharing``), itself among them unless
+        it stands by."""
+        return list(self.sharing().peers)
 
     def owns(self, sync: str) -> bool:
         """Whether this replica runs ``sync`` (rendezvous hashing over ``live()``; no request)."""

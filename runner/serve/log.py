@@ -2,7 +2,10 @@
 
 Events carry their fields as ``logging`` extras (``sync``, ``revision``, ``digest``,
 ``outcome``, ``seconds``, ``reason``...); the JSON form is one object per line, the way
-Flux's controllers log, so log pipelines can filter by sync.
+Flux's controllers log, so log pipelines can filter by sync. The handler sits on the root
+logger, so every line on stderr is in the chosen format: ours, the HTTP server's, and
+Python warnings (routed through ``logging``, one event each). A text line stays one line:
+newlines in a message, a field or a traceback are written as ``\\n``.
 """
 
 from __future__ import annotations
@@ -17,6 +20,8 @@ from lockgate.redact import scrub
 
 #: attributes every LogRecord has; anything else on a record is an event field
 _STANDARD = set(vars(logging.LogRecord("", 0, "", 0, "", None, None))) | {"message", "asctime", "taskName"}
+#: our loggers, at the level asked for; libraries log their warnings and errors only
+OURS = ("lockgate", "runner")
 
 
 def fields_of(record: logging.LogRecord) -> dict[str, Any]:
@@ -39,21 +44,31 @@ class JsonFormatter(logging.Formatter):
         return scrub(json.dumps(doc, default=str, separators=(",", ":")))
 
 
+def _one_line(text: str) -> str:
+    return text.replace("\r", "").replace("\n", "\\n")
+
+
 class TextFormatter(logging.Formatter):
     def format(self, record: logging.LogRecord) -> str:
         stamp = time.strftime("%H:%M:%S", time.localtime(record.created))
-        extra = " ".join(f"{k}={v}" for k, v in fields_of(record).items())
-        line = f"{stamp} {record.levelname.lower():5} {record.getMessage()}" + (f"  {extra}" if extra else "")
+        fields = fields_of(record)
         if record.exc_info:
-            line += "\n" + self.formatException(record.exc_info)
-        return scrub(line)
+            fields["error"] = self.formatException(record.exc_info)
+        extra = " ".join(f"{k}={_one_line(str(v))}" for k, v in fields.items())
+        line = f"{stamp} {record.levelname.lower():5} {_one_line(record.getMessage())}"
+        return scrub(line + (f"  {extra}" if extra else ""))
 
 
 def configure(log_format: str, *, level: int = logging.INFO) -> None:
-    """Send lockgate's logs to stderr in ``log_format`` (``text`` or ``json``)."""
+    """Send every log line and warning of the process to stderr in ``log_format`` (``text`` or ``json``)."""
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(JsonFormatter() if log_format == "json" else TextFormatter())
-    root = logging.getLogger("lockgate")
+    root = logging.getLogger()
     root.handlers[:] = [handler]
-    root.setLevel(level)
-    root.propagate = False
+    root.setLevel(logging.WARNING)
+    for name in OURS:
+        ours = logging.getLogger(name)
+        ours.handlers.clear()
+        ours.setLevel(level)
+        ours.propagate = True
+    logging.captureWarnings(True)

@@ -6,8 +6,13 @@ digest its tag or semver range points to now); only a new digest, an elapsed dri
 interval or a person's request makes it a full pass (``run``). One sync's slow or failing
 pass occupies one slot of the pool and nothing else, so the others keep their intervals.
 
+A sync is ready after a full pass that applied (and, with ``wait``, stayed healthy); a
+failed check makes it not ready, and the next check that succeeds at the digest that pass
+applied makes it ready again by itself, releasing the syncs that depend on it.
+
 Triggers (webhooks, ``lockgate sync``) make a sync due now; a trigger that arrives while
-the sync is queued or running is folded into one more pass, so a burst costs one pass.
+the sync is queued or running is folded into one more pass, so a burst costs one pass. A
+person's request outlives failed checks: it is answered by the next pass that runs.
 ``configure`` takes a new list of syncs (start or reload) and keeps what it knows about
 syncs whose name stays. ``stop`` stops taking work and waits for running passes, whose
 ``guard`` raises ``Abandoned`` at their next write once the scheduler is stopping.
@@ -59,6 +64,13 @@ class SyncState:
     rejected: tuple[str, ...] = ()
     ready: bool = False
     reason: str = "not run yet"
+    #: what the last full pass left: applied and healthy at ``applied.digest``, and why (not)
+    settled: bool = False
+    settled_reason: str = ""
+    #: a full pass ran with these options (``first pass`` is said once)
+    attempted: bool = False
+    #: the options changed by a reload since the sync was first configured
+    reconfigured: bool = False
     digest: str = ""
     revision: str = ""
     last: Result | None = None
@@ -92,8 +104,10 @@ class Scheduler:
     ``run(options, requested, guard)`` is one full pass (``pipeline.reconcile`` with the
     sync's Lease, in ``service``); ``check(options)`` returns the digest the source points
     to now. ``owns(name)`` says whether this replica runs the sync (sharding);
-    ``dependency_ready(name)`` answers for a dependency this replica does not run.
-    ``observe`` hears every outcome. All callables are called from the worker threads.
+    ``dependency_ready(name)`` answers for a dependency this replica does not run, and
+    ``elsewhere()`` says why a sync it does not own is not its own (another replica runs it,
+    or this one stands by). ``observe`` hears every outcome. All callables are called from
+    the worker threads.
     """
 
     def __init__(
@@ -105,6 +119,7 @@ class Scheduler:
         owns: Callable[[str], bool] = lambda _name: True,
         dependency_ready: Callable[[str], bool] = lambda _name: False,
         observe: Callable[[Outcome], None] = lambda _outcome: None,
+        elsewhere: Callable[[], str] = lambda: "run by another replica",
         clock: Callable[[], float] = time.monotonic,
         rand: Callable[[], float] = random.random,
     ) -> None:
@@ -113,6 +128,7 @@ class Scheduler:
         self._owns = owns
         self._dependency_ready = dependency_ready
         self._observe = observe
+        self._elsewhere = elsewhere
         self._clock = clock
         self._random = rand
         self.concurrency = max(1, concurrency)
@@ -146,6 +162,7 @@ class Scheduler:
                     state.options = options
                     state.due = now
                     state.failures = 0
+                    state.attempted, state.reconfigured = False, True
             self._cond.notify_all()
         return removed
 
@@ -161,6 +178,11 @@ class Scheduler:
         """Copies of the states, in configuration order."""
         with self._cond:
             return [replace(s) for s in self._states.values()]
+
+    def suspended(self, name: str) -> bool:
+        with self._cond:
+            state = self._states.get(name)
+            return state is not None and state.options.schedule.suspend
 
     def ready(self, name: str) -> bool:
         """Applied and healthy at its current digest (for ``dependsOn``)."""
@@ -183,8 +205,15 @@ class Scheduler:
                 state.triggered = True
             else:
                 state.due = min(state.due, self._clock())
+            suspended = state.options.schedule.suspend
             self._cond.notify_all()
-        log.info("sync triggered", extra={"sync": name, "reason": reason})
+        if suspended:
+            log.info(
+                "sync suspended: the trigger waits until it is resumed",
+                extra={"sync": name, "reason": reason},
+            )
+        else:
+            log.info("sync triggered", extra={"sync": name, "reason": reason})
         return True
 
     def wake(self) -> None:
@@ -240,7 +269,7 @@ class Scheduler:
                         log.exception("ownership check failed", extra={"sync": state.name})
                         owned = False
                     if not owned:
-                        state.reason = "run by another replica"
+                        state.reason = self._elsewhere()
                         state.ready = False
                         state.due = now + state.options.schedule.interval
                         continue
@@ -291,6 +320,9 @@ class Scheduler:
             digest = self._check(options)
         except LockgateError as exc:
             self._finish(state, failed=exc.message, seconds=time.monotonic() - started)
+            if requested:  # no pass ran: the person's request waits for the next one that does
+                with self._cond:
+                    state.requested = True
             return Outcome(state, FAILED, reason=exc.message)
         with self._cond:
             why = schedule.full_pass_reason(
@@ -300,6 +332,8 @@ class Scheduler:
                 drift_interval=options.schedule.drift_interval,
                 requested=requested,
                 rejected=state.rejected,
+                attempted=state.attempted,
+                reconfigured=state.reconfigured,
             )
         if why is None:
             rejected = digest in state.rejected and digest != state.applied.digest
@@ -308,12 +342,20 @@ class Scheduler:
                 if rejected
                 else ""
             )
-            self._finish(state, seconds=time.monotonic() - started, keep_ready=not rejected, reason=reason)
+            self._finish(
+                state,
+                seconds=time.monotonic() - started,
+                keep_ready=not rejected,
+                reason=reason,
+                checked=True,
+            )
             return Outcome(state, SKIPPED, reason=reason or "digest unchanged")
         log.info(
             "pass started",
             extra={"sync": state.name, "digest": digest, "reason": why},
         )
+        with self._cond:
+            state.attempted = True
         result = self._run(options, requested, self.guard)
         return self._record(state, result, why)
 
@@ -337,15 +379,15 @@ class Scheduler:
                 return Outcome(state, SKIPPED, result, reason=result.waiting)
             if result.skipped and result.digest and error is None:
                 state.rejected = (*state.rejected[-4:], result.digest)
-                state.ready = False
-                state.reason = result.skipped
+                state.ready = state.settled = False
+                state.reason = state.settled_reason = result.skipped
                 state.failures = 0
                 state.due = self._next(state)
                 return Outcome(state, SKIPPED, result, reason=result.skipped)
             if error is None:
                 state.failures = 0
-                state.ready = True
-                state.reason = "applied and healthy" if result.health else "applied"
+                state.ready = state.settled = True
+                state.reason = state.settled_reason = "applied and healthy" if result.health else "applied"
                 state.applied = schedule.Applied(result.digest, self._clock())
                 state.due = self._next(state)
                 outcome = APPLIED if result.changeset.changed else UNCHANGED
@@ -356,8 +398,8 @@ class Scheduler:
                 outcome = ABANDONED
             else:
                 state.failures += 1
-                state.ready = False
-                state.reason = error.message.splitlines()[0]
+                state.ready = state.settled = False
+                state.reason = state.settled_reason = error.message.splitlines()[0]
                 state.due = self._next(state)
                 outcome = ROLLED_BACK if result.rolled_back_to else FAILED
         return Outcome(state, outcome, result, reason=why)
@@ -377,7 +419,11 @@ class Scheduler:
         seconds: float = 0.0,
         keep_ready: bool = True,
         reason: str = "",
+        checked: bool = False,
     ) -> None:
+        """After a check or a crash. A check that succeeded at the digest the last full pass
+        left restores what that pass said: readiness lost only to failed checks (the registry
+        was away) comes back by itself, and the syncs waiting for this one go on."""
         with self._cond:
             state.last_at = time.time()
             state.last_seconds = seconds
@@ -389,6 +435,12 @@ class Scheduler:
                 state.failures = 0
                 if not keep_ready:
                     state.ready = False
+                elif checked:
+                    was, state.ready = state.ready, state.settled
+                    if state.ready and not was:
+                        self._release_dependents(state.name)
+                    elif not state.ready and state.settled_reason:
+                        state.reason = state.settled_reason
                 if reason:
                     state.reason = reason
                 elif state.ready:

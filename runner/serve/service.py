@@ -2,11 +2,14 @@
 
 One process: the scheduler's pool runs passes (``pipeline.reconcile``) on one shared
 Kubernetes client; registry clients are kept per host and credentials so the cheap checks
-reuse their connections. A housekeeping thread reloads the configuration when the file's
-bytes change (a mounted ConfigMap changes by symlink swap, so the file is re-read rather
-than watched for events), renews this replica's membership, checks that the API server
-answers (for ``/readyz``) and moves request counts into the metrics. A watch per runner
-namespace turns ``lockgate.dev/requestedAt`` annotations into requested passes.
+reuse their connections. ``start`` opens the listeners before this replica joins the
+membership (``replica``), so one that cannot start never gets syncs. A housekeeping
+thread reloads the configuration when the file's bytes change (a mounted ConfigMap
+changes by symlink swap, so the file is re-read rather than watched for events), renews
+this replica's membership, checks that the API server answers (for ``/readyz``), marks the
+inventories of suspended syncs (``inventory.suspended``, for ``lockgate sync``) and moves
+request counts into the metrics. A watch per runner namespace turns
+``lockgate.dev/requestedAt`` annotations into requested passes.
 
 ``stop`` (SIGTERM) stops taking work, lets running passes end at their next write
 (``Abandoned``; the inventory already holds the union, so nothing is half-written),
@@ -29,7 +32,7 @@ import prometheus_client
 
 from lockgate import registry
 from lockgate.errors import Abandoned, LockgateError, UsageError
-from runner.inventory import requested, store
+from runner.inventory import requested, store, suspended
 from runner.kube.client import Kube
 from runner.pipeline import config as config_mod
 from runner.pipeline import reconcile as pipeline
@@ -39,6 +42,7 @@ from runner.serve import http, leases, listener
 from runner.serve import log as log_mod
 from runner.serve.metrics import Metrics
 from runner.serve.notify import delivery, notifier
+from runner.serve.replica import Replica
 from runner.serve.scheduler import Outcome, Scheduler
 from runner.serve.web import served
 
@@ -70,9 +74,10 @@ class Service:
         identity: str | None = None,
         grace: float = DEFAULT_GRACE,
         leases_enabled: bool = True,
+        config: config_mod.Config | None = None,
     ) -> None:
         self.config_path = config_path
-        self.config = config_mod.load(config_path)
+        self.config = config or config_mod.load(config_path)
         self.grace = grace
         settings = self.config.runner
         self.namespace = pipeline.runner_namespace(settings.namespace)
@@ -86,16 +91,6 @@ class Service:
             if leases_enabled
             else None
         )
-        self.membership = (
-            leases.Membership(
-                self.kube,
-                namespace=self.namespace,
-                identity=self.identity,
-                duration=settings.membership_duration,
-            )
-            if leases_enabled
-            else None
-        )
         self.scheduler = Scheduler(
             check=self._check,
             run=self._run,
@@ -103,6 +98,21 @@ class Service:
             owns=self._owns,
             dependency_ready=self._dependency_ready,
             observe=self._observe,
+            elsewhere=self._elsewhere,
+        )
+        self.replica = (
+            Replica(
+                leases.Membership(
+                    self.kube,
+                    namespace=self.namespace,
+                    identity=self.identity,
+                    duration=settings.membership_duration,
+                    config=self.config.shared_digest,
+                ),
+                on_change=self.scheduler.wake,
+            )
+            if leases_enabled
+            else None
         )
         self.notifier = notifier.Notifier(
             delivery.Queue(failed=self.metrics.notification_failed, sent=self.metrics.notification_sent),
@@ -121,6 +131,8 @@ class Service:
         self._namespaces: dict[str, str] = {}
         #: sync -> the requestedAt value a person set and the next pass answers
         self._requests: dict[str, str] = {}
+        #: the inventories' suspended marks are to be brought in step with the configuration
+        self._suspension_due = True
         http.check_apart(settings.webhook_address, settings.metrics_address, where=f"--config {config_path}")
         # one listener each, so webhook callers never take what the kubelet's probes need
         self.probes = http.HttpServers(
@@ -144,21 +156,30 @@ class Service:
 
     # ---- lifecycle -----------------------------------------------------------------
     def start(self) -> None:
+        """Listen, then join the replicas and run; a failure on the way leaves nothing behind."""
         self._check_tokens()
         self._configure(self.config)
         self.metrics.reload(True)
         self._check_api()
-        if self.membership is not None:
-            try:
-                self.membership.heartbeat()
-            except LockgateError as exc:  # the API server may come up later: not ready until then
-                log.warning("membership heartbeat failed", extra={"reason": exc.message.splitlines()[0]})
-        self.probes.start()
-        self.hooks.start()
-        if self.page is not None:
-            self.page.start()
-        self.scheduler.start()
-        threading.Thread(target=self._housekeeping, name="lockgate-housekeeping", daemon=True).start()
+        try:
+            # a port in use raises here, before this replica is a member
+            self.probes.start()
+            self.hooks.start()
+            if self.page is not None:
+                self.page.start()
+            if self.replica is not None:
+                self.replica.join()
+            self.scheduler.start()
+            threading.Thread(target=self._housekeeping, name="lockgate-housekeeping", daemon=True).start()
+        except BaseException:
+            self._stop.set()
+            if self.replica is not None:
+                self.replica.leave()
+            self.hooks.stop(timeout=1.0)
+            self.probes.stop(timeout=1.0)
+            if self.page is not None:
+                self.page.stop(timeout=1.0)
+            raise
         log.info(
             "serving",
             extra={
@@ -181,11 +202,8 @@ class Service:
         clean = self.scheduler.stop(grace=max(1.0, self.grace - 3.0))
         # what the last passes reported, within what is left of the grace period
         self.notifier.flush(min(notifier.FLUSH_SECONDS, max(0.0, deadline - time.monotonic() - 2.0)))
-        if self.membership is not None:
-            try:
-                self.membership.leave()
-            except LockgateError as exc:
-                log.warning("could not leave the membership", extra={"reason": exc.message})
+        if self.replica is not None:
+            self.replica.leave()
         self.hooks.stop(timeout=max(0.5, deadline - time.monotonic()))
         self.probes.stop(timeout=max(0.5, deadline - time.monotonic()))
         if self.page is not None:
@@ -238,6 +256,9 @@ class Service:
             )
         self.config = cfg
         self._configure(cfg)
+        if self.replica is not None:
+            self.replica.reconfigured(cfg.shared_digest)
+        self._suspension_due = True
         self.notifier.cluster = cfg.runner.cluster_name
         self.health.reload_error = ""
         self.metrics.reload(True)
@@ -255,7 +276,10 @@ class Service:
 
     # ---- scheduler hooks ---------------------------------------------------------------
     def _owns(self, name: str) -> bool:
-        return self.membership is None or self.membership.owns(name)
+        return self.replica is None or self.replica.owns(name)
+
+    def _elsewhere(self) -> str:
+        return "run by another replica" if self.replica is None else self.replica.elsewhere()
 
     def _dependency_ready(self, name: str) -> bool:
         """A dependency run by another replica: its inventory's last result."""
@@ -403,6 +427,9 @@ class Service:
     def knows(self, sync: str) -> bool:
         return self.scheduler.knows(sync)
 
+    def suspended(self, sync: str) -> bool:
+        return self.scheduler.suspended(sync)
+
     def webhook_token(self) -> bytes | None:
         """The webhook token; None without ``webhook.secretRef``; ``b""`` (every hook answers 503,
         closed rather than open) while the Secret cannot be read or its token is unusable."""
@@ -445,9 +472,11 @@ class Service:
     def ready(self) -> tuple[bool, str]:
         if not self.health.api_ok:
             return False, self.health.api_reason
-        return True, "ok" + (
-            f" (last reload refused: {self.health.reload_error})" if self.health.reload_error else ""
-        )
+        notes = [f"last reload refused: {self.health.reload_error}"] if self.health.reload_error else []
+        if self.replica is not None and self.replica.standing_by:
+            # ready all the same: a rollout to a new configuration must be able to go on
+            notes.append(self.replica.elsewhere())
+        return True, "ok" + "".join(f" ({note})" for note in notes)
 
     # ---- housekeeping ----------------------------------------------------------------------
     def _check_api(self) -> None:
@@ -459,7 +488,7 @@ class Service:
             self.health.api_reason = f"the API server does not answer: {exc.message.splitlines()[0]}"
 
     def _housekeeping(self) -> None:
-        last = {"reload": 0.0, "ready": time.monotonic(), "heartbeat": time.monotonic()}
+        last = {"reload": 0.0, "ready": time.monotonic(), "suspension": 0.0}
         while not self._stop.wait(1.0):
             now = time.monotonic()
             if now - last["reload"] >= RELOAD_EVERY:
@@ -468,16 +497,37 @@ class Service:
             if now - last["ready"] >= READY_EVERY:
                 last["ready"] = now
                 self._check_api()
-            if self.membership is not None and now - last["heartbeat"] >= self.membership.duration / 3:
-                last["heartbeat"] = now
-                try:
-                    before = self.membership.live()
-                    self.membership.heartbeat()
-                    if self.membership.live() != before:
-                        self.scheduler.wake()
-                except LockgateError as exc:
-                    log.warning("membership heartbeat failed", extra={"reason": exc.message})
+            if self.replica is not None:
+                self.replica.tick()
+            if self._suspension_due and now >= last["suspension"]:
+                # a failure (the API server away, a missing right) is tried again later
+                last["suspension"] = now + READY_EVERY
+                self._publish_suspension()
             self._move_counts()
+
+    def _publish_suspension(self) -> None:
+        """Mark the inventories of suspended syncs (and unmark resumed ones) so ``lockgate sync``
+        can say so; a replica standing by leaves that to the replicas that run the syncs."""
+        if self.replica is not None and self.replica.standing_by:
+            return
+        wanted: dict[str, dict[str, bool]] = {}
+        writers: dict[str, Kube] = {}
+        for options in self.config.syncs:
+            namespace = pipeline.runner_namespace(options.namespace)
+            wanted.setdefault(namespace, {})[options.name] = options.schedule.suspend
+            user = options.impersonated_user(namespace)  # as its passes write its inventory
+            writers[options.name] = self.kube if user is None else self.kube.impersonating(user)
+        try:
+            for namespace, syncs in wanted.items():
+                for name in suspended.publish(self.kube, namespace, syncs, writer=writers.__getitem__):
+                    log.info("inventory marked", extra={"sync": name, "suspended": syncs[name]})
+        except LockgateError as exc:
+            log.warning(
+                "could not mark suspended syncs on their inventories; retrying",
+                extra={"reason": exc.message.splitlines()[0]},
+            )
+            return
+        self._suspension_due = False
 
     def _move_counts(self) -> None:
         counts = self.kube.counts
@@ -513,12 +563,12 @@ def run(
 
     A configuration that does not load is a ``UsageError`` before anything starts.
     """
-    log_mod.configure(log_format or "text")
+    # the file is read before anything logs, so every line is in the format it asks for
+    config = config_mod.load(config_path)
+    log_mod.configure(log_format or config.runner.log_format)
     # Flux's controllers expose no *_created series; dashboards built for them expect none
     prometheus_client.disable_created_metrics()  # type: ignore[no-untyped-call]
-    service = Service(config_path, kubeconfig=kubeconfig, identity=identity, grace=grace)
-    if log_format is None and service.config.runner.log_format != "text":
-        log_mod.configure(service.config.runner.log_format)
+    service = Service(config_path, kubeconfig=kubeconfig, identity=identity, grace=grace, config=config)
 
     def on_signal(signum: int, _frame: object) -> None:
         log.info("stopping", extra={"signal": signal.Signals(signum).name})

@@ -190,6 +190,7 @@ def start_serve(
     kubeconfig: Path | None = None,
     wait_ready: bool = True,
     ports: tuple[int, int] | None = None,
+    log_format: str = "json",
 ) -> Served:
     """Write the config (unless ``config`` is given and exists) and start serve on it.
 
@@ -218,7 +219,7 @@ def start_serve(
                 "serve",
                 f"--config={config}",
                 f"--kubeconfig={kubeconfig or cluster.kubeconfig}",
-                "--log-format=json",
+                f"--log-format={log_format}",
                 f"--identity={identity}",
                 "--grace-period=20s",
             ],

@@ -188,6 +188,43 @@ def test_registry_down_for_a_while_keeps_the_cluster_and_recovers(
         own.stop()
 
 
+def test_a_sync_is_ready_again_by_itself_once_its_checks_succeed_and_so_are_its_dependents(
+    cluster: Cluster, unique: str, tmp_path: Path
+) -> None:
+    """The registry goes away and comes back at the same digest: cheap checks alone (no drift
+    pass is due for an hour, nobody runs ``lockgate sync``) make the sync ready again, and the
+    sync that depends on it stops waiting."""
+    own = start_registry(tmp_path, name="returning-registry")
+    ns, runner_ns = f"{unique}-app", f"{unique}-run"
+    cluster.kubectl("create", "namespace", ns)
+    timing = {"interval": "1s", "retryInterval": "1s", "driftInterval": "1h"}
+    try:
+        base = push_tree(own, f"{unique}/base", {"cm.yaml": dump(configmap("base", ns, {"v": "1"}))})
+        app = push_tree(own, f"{unique}/app", {"cm.yaml": dump(configmap("app", ns, {"v": "1"}))})
+        docs = [
+            sync_doc("base", base.split("@")[0], runner_ns, **timing),
+            sync_doc("app", app.split("@")[0], runner_ns, dependsOn=["base"], **timing),
+        ]
+        served = start_serve(cluster, tmp_path / "serve", docs, runner={"namespace": runner_ns})
+        try:
+            served.wait_sync_ready("base")
+            served.wait_sync_ready("app")
+            own.process.stop()
+            wait_for(lambda: not served.sync_ready("base"), 30, "base not ready while the registry is down")
+            wait_for(lambda: not served.sync_ready("app"), 30, "app waiting for base")
+            own.process.restart()
+            back = time.monotonic()
+            served.wait_sync_ready("base", timeout=30)
+            served.wait_sync_ready("app", timeout=30)
+            assert time.monotonic() - back < 20
+            passes = [e for e in served.events() if e.get("msg") == "pass started"]
+            assert [e["sync"] for e in passes] == ["base", "app"], "readiness came back without a pass"
+        finally:
+            assert served.stop() == 0, served.tail()
+    finally:
+        own.stop()
+
+
 def _many(ns: str, count: int, version: str) -> str:
     return dump(*(configmap(f"cm-{i:04d}", ns, {"v": version}) for i in range(count)))
 

@@ -318,6 +318,8 @@ def test_three_replicas_share_every_sync_and_two_take_over_when_one_leaves(
     assert "replica-d" in replicas[0].members()
     time.sleep(1.1 + shard.CLOCK_SKEW)
     assert replicas[0].members() == names[:2]
+    # and that listing deleted it, with the Role deploy/ gives the runner
+    assert replicas[0].kube.get(LEASE, unique, "lockgate-runner-replica-d") is None
     assert not any("replica-d" in o for o in owners(stay).values())
 
     # the sync Leases with the same Role: take, renew, release

@@ -1,5 +1,9 @@
 """Several ``lockgate serve`` replicas on one configuration: shared work, never one sync twice at once.
 
+Also what must not mislead them: a replica that cannot start never becomes a member, a
+killed replica's member Lease is deleted once it ran out, and a replica on another
+configuration stands by instead of being handed syncs it does not run.
+
 The proof that no sync ever has two passes at once comes from the replicas' own logs: a
 ``pass finished`` event carries the pass's length, so each pass is an interval of wall-clock
 time on this one machine, and the intervals of one sync, gathered from every replica,
@@ -12,14 +16,17 @@ from __future__ import annotations
 import itertools
 import json
 import signal
+import socket
 import time
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from runner.plan import shard
 from tests.integration.reconcile_support import configmap, dump, push_tree
-from tests.integration.serve_support import Served, start_serve, sync_doc, write_config
+from tests.integration.serve_support import Served, runner_doc, start_serve, sync_doc, write_config
 from tests.world.kube import Cluster
+from tests.world.process import free_port
 from tests.world.registry import Registry
 
 FAST = {"interval": "1s", "retryInterval": "1s", "driftInterval": "1s"}
@@ -119,6 +126,86 @@ def test_a_killed_replicas_syncs_move_to_another_after_expiry(
         taken = {sync for sync, spans in after.items() if any(start > killed_at for start, _, _ in spans)}
         assert owned_by_a <= taken, f"b did not take over {owned_by_a - taken}:\n{b.tail()}"
         assert_never_overlapping(passes([a, b]))
+        # the killed replica's member Lease ran out, and b deleted it
+        assert "lockgate-runner-a" not in member_leases(cluster, runner_ns)
+        assert "lockgate-runner-b" in member_leases(cluster, runner_ns)
+        deleted = b.wait_event(lambda e: "member Lease" in e.get("msg", ""), what="the deletion")
+        assert deleted["lease"] == f"{runner_ns}/lockgate-runner-a"
     finally:
         a.stop()
         b.stop()
+
+
+def member_leases(cluster: Cluster, runner_ns: str) -> set[str]:
+    out = cluster.kubectl(
+        "get", "leases", "-n", runner_ns, "-l", "lockgate.dev/runner-member=true", "-o", "name"
+    ).stdout
+    return {line.removeprefix("lease.coordination.k8s.io/") for line in out.split()}
+
+
+def test_a_serve_that_cannot_listen_never_becomes_a_member(
+    cluster: Cluster, registry: Registry, unique: str, tmp_path: Path
+) -> None:
+    runner_ns, docs = setup(cluster, registry, unique, 2)
+    live = start_serve(
+        cluster, tmp_path / "live", docs, identity="live", runner={"namespace": runner_ns, **LEASES}
+    )
+    try:
+        live.wait_sync_ready("s0")
+        with socket.socket() as taken:  # the port the second replica wants is in use
+            taken.bind(("127.0.0.1", 0))
+            taken.listen()
+            port = taken.getsockname()[1]
+            config = tmp_path / "broken.yaml"
+            write_config(config, [runner_doc(port, free_port(), namespace=runner_ns, **LEASES), *docs])
+            broken = start_serve(
+                cluster,
+                tmp_path / "broken",
+                [],
+                identity="broken",
+                config=config,
+                ports=(port, 0),
+                wait_ready=False,
+            )
+            code = broken.proc.wait(60)
+        assert code != 0 and f"cannot listen on 127.0.0.1:{port}" in broken.log.read_text(), broken.tail()
+        assert member_leases(cluster, runner_ns) == {"lockgate-runner-live"}
+        # and the live replica keeps every sync: none was handed to the one that never started
+        exited = time.time()
+        time.sleep(4)
+        after = {sync for sync, spans in passes([live]).items() if any(b > exited for b, _, _ in spans)}
+        assert after == {"s0", "s1"}, live.tail()
+    finally:
+        live.stop()
+
+
+def test_a_replica_on_another_configuration_stands_by_and_every_sync_still_runs(
+    cluster: Cluster, registry: Registry, unique: str, tmp_path: Path
+) -> None:
+    runner_ns, docs = setup(cluster, registry, unique, 6)
+    runner = {"namespace": runner_ns, **LEASES}
+    # the newcomer's file knows only s0 and s1; sharing with it would strand some of s2..s5
+    assert any(shard.owner(f"s{i}", ["full", "stale"]) == "stale" for i in range(2, 6))
+    full = start_serve(cluster, tmp_path / "full", docs, identity="full", runner=runner)
+    stale: Served | None = None
+    try:
+        for i in range(6):
+            full.wait_sync_ready(f"s{i}")
+        stale = start_serve(cluster, tmp_path / "stale", docs[:2], identity="stale", runner=runner)
+        refused = stale.wait_event(lambda e: e.get("msg", "").startswith("standing by"), what="standing by")
+        assert refused["level"] == "error" and refused["replicas"] == "full"
+        assert refused["config"] != refused["theirs"]
+        assert "standing by" in stale.readyz().text
+        time.sleep(4)  # the full replica's next heartbeat has seen the newcomer
+        joined = time.time()
+        time.sleep(6)
+        after = {
+            sync for sync, spans in passes([full]).items() if any(start > joined for start, _, _ in spans)
+        }
+        assert after == {f"s{i}" for i in range(6)}, f"the full replica gave syncs away:\n{full.tail()}"
+        assert not any(e.get("msg") == "pass started" for e in stale.events()), stale.tail()
+        assert member_leases(cluster, runner_ns) == {"lockgate-runner-full", "lockgate-runner-stale"}
+    finally:
+        if stale is not None:
+            stale.stop()
+        full.stop()

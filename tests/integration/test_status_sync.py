@@ -112,3 +112,21 @@ def test_sync_sets_only_the_requested_at_annotation(
     never = lockgate(cluster, "sync", "never-ran", "-n", runner)
     assert never.code == 2
     assert f"sync never-ran has never run in namespace {runner} (no Secret lockgate-never-ran)" in never.err
+
+
+def test_a_requested_pass_that_fails_before_applying_still_answers_the_request(
+    cluster: Cluster, registry: Registry, unique: str
+) -> None:
+    runner = f"{unique}-r"
+    url = push_tree(registry, unique, {"a.yaml": dump(namespace(unique), configmap("c", unique, {}))})
+    assert run(cluster, options(url, unique, runner)).error is None
+    asked = lockgate(cluster, "sync", unique, "-n", runner)
+    assert asked.code == 0, asked.err
+    at = inventory(cluster, unique, runner).requested_at
+    # the pass that answers it cannot even fetch the artifact (no such tag): it ran all the same
+    missing = url.rsplit("@", 1)[0].rsplit(":", 1)[0] + ":no-such-tag"
+    failed = run(cluster, options(missing, unique, runner), requested_at=at)
+    assert failed.error is not None and "no-such-tag" in failed.error.message
+    handled = inventory(cluster, unique, runner)
+    assert (handled.handled_request, handled.request_pending) == (at, False)
+    assert handled.digest == url.rsplit("@", 1)[1]  # nothing else of the inventory changed

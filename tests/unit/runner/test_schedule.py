@@ -59,6 +59,24 @@ def test_full_pass_reasons() -> None:
     assert reason("sha256:a", applied, requested=True) == "requested"
 
 
+def test_with_nothing_applied_the_reason_says_why() -> None:
+    def unapplied(*, attempted: bool = False, reconfigured: bool = False) -> str | None:
+        return schedule.full_pass_reason(
+            current_digest="sha256:a",
+            applied=schedule.Applied(),
+            now=0.0,
+            drift_interval=60.0,
+            requested=False,
+            attempted=attempted,
+            reconfigured=reconfigured,
+        )
+
+    assert unapplied() == "first pass"
+    assert unapplied(attempted=True) == "retry: the last pass did not succeed"
+    assert unapplied(reconfigured=True) == "configuration changed"
+    assert unapplied(attempted=True, reconfigured=True) == "retry: the last pass did not succeed"
+
+
 def test_a_rolled_back_digest_waits_for_a_person_or_a_new_digest() -> None:
     good = schedule.Applied("sha256:good", at=0.0)
     assert reason("sha256:bad", good, rejected=("sha256:bad",)) is None

@@ -183,6 +183,58 @@ def test_depends_on_waits_for_the_upstream_to_be_ready(
     assert order.index("app") > len(order) - 1 - order[::-1].index("base")
 
 
+def test_readiness_lost_to_failed_checks_comes_back_by_itself_with_its_dependents(
+    world: World, make: Callable[..., sched.Scheduler]
+) -> None:
+    s = make()
+    s.configure([sync("base"), sync("app", depends_on=("base",))])
+    s.start()
+    wait_until(lambda: s.ready("base") and s.ready("app"))
+    world.fail.add("base")
+    world.digests["base"] = "registry-down"  # the cheap check fails: the registry is away
+    wait_until(lambda: not s.ready("base") and not s.ready("app"))
+    states = {st.name: st for st in s.snapshot()}
+    assert states["base"].reason == "registry.example: connection refused"
+    world.fail.clear()
+    world.digests["base"] = "sha256:1"  # back, at the digest already applied
+    wait_until(lambda: s.ready("base") and s.ready("app"))
+    states = {st.name: st for st in s.snapshot()}
+    assert states["base"].reason == "applied; digest unchanged"
+    assert world.ran("base") == 1 and world.ran("app") == 1  # no pass was needed for that
+
+
+def test_a_failed_pass_is_not_made_ready_by_a_check(
+    world: World, make: Callable[..., sched.Scheduler]
+) -> None:
+    s = make()
+    s.configure([sync("a", drift_interval=3600)])
+    s.start()
+    wait_until(lambda: s.ready("a"))
+    world.fail.add("a")
+    s.trigger("a", "test", requested=True)  # a full pass at the same digest, which fails
+    wait_until(lambda: world.ran("a") == 2)
+    wait_until(lambda: world.checks.count("a") >= 5)
+    (state,) = s.snapshot()
+    assert not state.ready and state.reason == "boom"
+
+
+def test_first_pass_is_said_once_and_retries_say_so(
+    world: World, make: Callable[..., sched.Scheduler]
+) -> None:
+    reasons: list[str] = []
+    world.fail.add("a")
+    s = make(observe=lambda outcome: reasons.append(outcome.reason) if outcome.result else None)
+    s.configure([sync("a", retry_interval=0.02)])
+    s.start()
+    wait_until(lambda: len(reasons) >= 3)
+    world.fail.clear()
+    wait_until(lambda: s.ready("a"))
+    s.configure([replace(sync("a", retry_interval=0.02), force=True)])  # new settings: a full pass
+    wait_until(lambda: reasons[-1] == "configuration changed")
+    assert reasons.count("first pass") == 1 and reasons[0] == "first pass"
+    assert set(reasons[1:-1]) == {"retry: the last pass did not succeed"}
+
+
 def test_failures_back_off_up_to_the_interval(world: World, make: Callable[..., sched.Scheduler]) -> None:
     world.fail.add("a")
     s = make()

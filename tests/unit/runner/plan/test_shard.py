@@ -190,3 +190,50 @@ def test_a_release_clears_the_holder_with_a_one_second_duration() -> None:
 def test_durations_are_whole_seconds_rounded_up() -> None:
     assert shard.acquired(None, "a", T0, 2.5)["leaseDurationSeconds"] == 3
     assert shard.acquired(None, "a", T0, 0.2)["leaseDurationSeconds"] == 1
+
+
+# ---- replicas on different configurations ---------------------------------------------
+
+
+def member(identity: str, joined: float | None, config: str) -> shard.Member:
+    return shard.Member(identity, joined=joined, config=config)
+
+
+def test_replicas_on_one_configuration_all_share() -> None:
+    me = member("b", 20.0, "sha256:x")
+    got = shard.sharing(me, [member("a", 10.0, "sha256:x"), member("c", 30.0, "sha256:x")])
+    assert got == shard.Sharing(peers=("a", "b", "c")) and not got.standing_by
+
+
+def test_a_newcomer_on_another_configuration_stands_by_and_the_others_leave_it_out() -> None:
+    old_a, old_b, new = (
+        member("a", 10.0, "sha256:x"),
+        member("b", 11.0, "sha256:x"),
+        member("n", 50.0, "sha256:y"),
+    )
+    standing = shard.sharing(new, [old_a, old_b])
+    assert standing.standing_by and standing.peers == ()
+    assert standing.deferring_to == ("a", "b") and standing.their_config == "sha256:x"
+    assert shard.sharing(old_a, [old_b, new]).peers == ("a", "b")
+
+
+def test_the_eldest_replica_decides_whichever_of_them_reloaded_first() -> None:
+    # a (eldest) reloaded to y first: b, still on x, stands by until it reloads too
+    a, b = member("a", 10.0, "sha256:y"), member("b", 11.0, "sha256:x")
+    assert shard.sharing(a, [b]).peers == ("a",)
+    assert shard.sharing(b, [a]).standing_by
+    # some group always runs the syncs, and never two groups at once
+    for first, second in ((a, b), (b, a)):
+        runs = [m.identity for m in (first, second) if not shard.sharing(m, [first, second]).standing_by]
+        assert runs == ["a"]
+
+
+def test_members_that_record_no_configuration_count_as_agreeing() -> None:
+    me = member("b", 20.0, "sha256:x")
+    assert shard.sharing(me, [member("a", 10.0, "")]).peers == ("a", "b")
+    assert shard.sharing(member("a", 10.0, ""), [me]).peers == ("a", "b")
+
+
+def test_a_replica_not_listed_yet_joins_last() -> None:
+    me = member("a", None, "sha256:y")
+    assert shard.sharing(me, [member("z", 99.0, "sha256:x")]).standing_by

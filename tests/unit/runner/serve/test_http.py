@@ -33,6 +33,7 @@ BODY = b'{"ref": "refs/heads/main"}'
 @dataclass
 class Service:
     syncs: set[str] = field(default_factory=lambda: {"web"})
+    paused: set[str] = field(default_factory=set)
     token: bytes | None = TOKEN
     readiness: tuple[bool, str] = (True, "")
     triggered: list[tuple[str, str]] = field(default_factory=list)
@@ -47,6 +48,9 @@ class Service:
 
     def knows(self, sync: str) -> bool:
         return sync in self.syncs
+
+    def suspended(self, sync: str) -> bool:
+        return sync in self.paused
 
     def webhook_token(self) -> bytes | None:
         return self.token
@@ -198,6 +202,18 @@ def test_unknown_sync_is_404_once_authenticated(running: Running) -> None:
     reply = hook(running, {"Authorization": "Bearer " + TOKEN.decode()}, sync="nope")
     assert reply.status_code == 404
     assert reply.json() == {"sync": "nope", "triggered": False, "error": "no sync named 'nope'"}
+
+
+def test_a_suspended_sync_is_409_and_says_so(running: Running) -> None:
+    running.service.paused.add("web")
+    reply = hook(running, {"Authorization": "Bearer " + TOKEN.decode()})
+    assert reply.status_code == 409
+    assert reply.json() == {
+        "sync": "web",
+        "triggered": False,
+        "error": "sync web is suspended (spec.suspend in the configuration); nothing triggered",
+    }
+    assert running.service.triggered == []
 
 
 def test_unknown_sync_without_authentication_is_401_so_names_do_not_leak(running: Running) -> None:
