@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from lockgate import located, model, registry
+from lockgate.artifact.limits import Limits
 from lockgate.errors import LockgateError, UsageError
 from lockgate.model import parse_duration
 from lockgate.redact import scrub
@@ -77,6 +78,8 @@ def sync_options(
     max_prune_share: float = prune_plan.DEFAULT_MAX_SHARE,
     concurrency: int = 8,
     decryption_secret: str | None = None,
+    limits: Limits | None = None,
+    allow_remote_bases: bool = False,
 ) -> SyncOptions:
     if not 0 < max_prune_share <= 1:
         raise UsageError(f"--max-prune-share {max_prune_share}: expected a share in (0, 1]")
@@ -89,6 +92,8 @@ def sync_options(
             policy=build_policy(verify, spelling),
             insecure_skip_verify=verify.insecure_skip,
             spelling=spelling,
+            limits=limits or Limits(),
+            allow_remote_bases=allow_remote_bases,
         ),
         namespace=namespace,
         target_namespace=target_namespace,
@@ -305,6 +310,8 @@ def _options(sync: _Sync, runner: RunnerSettings, *, dry_run: bool) -> SyncOptio
             secret_ref=spec.secret_ref,
             verify_secret_ref=verify.secret_ref,
             attestations=_attestations(sync),
+            limits=Limits(max_total_bytes=spec.max_size, max_files=spec.max_files, max_ratio=spec.max_ratio),
+            allow_remote_bases=runner.allow_remote_bases,
         ),
         namespace=spec.namespace or runner.namespace,
         target_namespace=spec.target_namespace,
