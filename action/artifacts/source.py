@@ -151,7 +151,7 @@ def content_check(root: Path, options: BuildOptions) -> pack.Check | None:
             return
         if not _well_formed(data):
             check_yaml(data, shown)
-        if _needs_loading(data):
+        if needs_loading(data):
             check_bounds(data, shown)
         if b"Secret" in data and _SECRET_KIND.search(data):  # the substring test is the cheap one
             _plain_secrets(data, shown, strict=options.strict)
@@ -189,7 +189,7 @@ def _plain_secrets(data: bytes, shown: str, *, strict: bool) -> None:
         log.warning("warning: %s", message)
 
 
-def _needs_loading(data: bytes) -> bool:
+def needs_loading(data: bytes) -> bool:
     """Whether the syntax check alone may pass what the runner refuses when it loads the file:
     an alias needs an anchor (``&``) and an alias (``*``), and only a large file can hold a
     document or a count of documents over the bounds (libyaml bounds the depth itself)."""

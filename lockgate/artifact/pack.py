@@ -76,7 +76,7 @@ def collect(root: Path, options: PackOptions | None = None) -> list[Entry]:
     except OSError as exc:
         raise UsageError(f"{root}: cannot read ({exc.strerror})") from None
     if stat.S_ISREG(st.st_mode):
-        _check_name(root.name, root)
+        check_name(root.name, root)
         return [Entry(root.name, root, False, _mode(st.st_mode, False), _stamp(st))]
     if not stat.S_ISDIR(st.st_mode):
         raise UsageError(f"{root}: not a directory or a regular file")
@@ -119,13 +119,13 @@ def _walk(
             target_is_dir = path.is_dir()
             if matcher.ignored(arc, target_is_dir):
                 continue
-            _check_name(name, path)
+            check_name(name, path)
             _symlink(path, arc, real_root, matcher, options, out, stack)
             continue
         is_dir = stat.S_ISDIR(lst.st_mode)
         if matcher.ignored(arc, is_dir):
             continue
-        _check_name(name, path)
+        check_name(name, path)
         if is_dir:
             out.append(Entry(arc, path, True, 0o755))
             _walk(path, arc, real_root, matcher, options, out, stack)
@@ -138,7 +138,7 @@ def _walk(
             )
 
 
-def _check_name(name: str, path: Path) -> None:
+def check_name(name: str, path: Path) -> None:
     """Refuse a name every extractor refuses (``lockgate.artifact.extract``): a backslash is a
     directory separator on Windows, and a NUL ends a name in C."""
     if "\\" in name or "\x00" in name:

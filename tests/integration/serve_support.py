@@ -190,10 +190,12 @@ def start_serve(
     kubeconfig: Path | None = None,
     wait_ready: bool = True,
     ports: tuple[int, int] | None = None,
+    preexec_fn: Callable[[], None] | None = None,
 ) -> Served:
     """Write the config (unless ``config`` is given and exists) and start serve on it.
 
     With ``ports`` the given ``config`` is used as it is: its Runner document has those ports.
+    ``preexec_fn`` runs in the child before serve starts (e.g. to cap its memory).
     """
     directory.mkdir(parents=True, exist_ok=True)
     metrics_port, webhook_port = ports or (free_port(), free_port())
@@ -226,6 +228,7 @@ def start_serve(
             stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL,
             env=env,
+            preexec_fn=preexec_fn,
         )
     finally:
         out.close()
