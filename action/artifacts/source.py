@@ -191,13 +191,17 @@ def _plain_secrets(data: bytes, shown: str, *, strict: bool) -> None:
 
 def needs_loading(data: bytes) -> bool:
     """Whether the syntax check alone may pass what the runner refuses when it loads the file:
-    an alias needs an anchor (``&``) and an alias (``*``), and only a large file can hold a
-    document or a count of documents over the bounds (libyaml bounds the depth itself)."""
-    return (b"&" in data and b"*" in data) or len(data) > _LARGE
-
-
-#: a file this small holds neither a document over the size bound nor that many documents
-_LARGE = min(bounded.DEFAULT.max_document_bytes, 4 * bounded.DEFAULT.max_documents)
+    an alias needs an anchor (``&``) and an alias (``*``); a document over the size bound needs
+    a file that large; and more documents than the bound need as many ``---`` or ``...``
+    markers (libyaml bounds the depth itself). All three are byte searches, no parsing."""
+    limits = bounded.DEFAULT
+    if b"&" in data and b"*" in data:
+        return True
+    if len(data) > limits.max_document_bytes:
+        return True
+    return (
+        len(data) > limits.max_documents and data.count(b"---") + data.count(b"...") >= limits.max_documents
+    )
 
 
 def check_bounds(data: bytes, shown: str) -> None:
