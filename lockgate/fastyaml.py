@@ -6,9 +6,15 @@ reads libyaml's events and builds dicts, lists and scalars in one loop, resolvin
 plain scalars whose first character can make them something other than a string
 (with a per-call cache). The result is exactly what ``SafeLoader`` builds: anything
 this loop does not handle itself (explicit tags, merge keys, unhashable keys,
-unknown or duplicate anchors) raises ``Unsupported`` and ``lockgate.manifests`` falls
+unknown or duplicate anchors) raises ``Unsupported`` and ``lockgate.bounded`` falls
 back to the full loader, which also produces the error messages with their line and
 column. Parse errors from the event stream are raised as they are (same parser).
+
+The bounds of ``lockgate.parselimits`` are checked here, as the values are built, for
+almost nothing: nesting depth when a mapping or sequence opens, size and count when a
+document ends, and only a document with aliases pays for counting its expansion (on node
+counts memoised by identity: an alias shares its anchor's value, nothing is copied).
+Over a bound raises ``parselimits.Exceeded``.
 """
 
 from __future__ import annotations
@@ -18,6 +24,9 @@ from typing import Any
 
 import yaml
 from yaml import events
+
+from lockgate import parselimits
+from lockgate.parselimits import Exceeded, Expansion, Limits
 
 Loader: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
@@ -66,20 +75,25 @@ class _Scalars:
         return result
 
 
-def load_documents(text: str) -> list[tuple[int, Any]]:
+def load_documents(text: str, limits: Limits = parselimits.DEFAULT) -> list[tuple[int, Any]]:
     """Every document of ``text`` with its 1-based start line, as ``SafeLoader`` would build it.
 
-    Raises ``yaml.YAMLError`` for malformed YAML and ``Unsupported`` when the full loader
-    must decide (its result or its error is authoritative then).
+    Raises ``yaml.YAMLError`` for malformed YAML, ``Exceeded`` over a bound of ``limits``,
+    and ``Unsupported`` when the full loader must decide (its result or its error is
+    authoritative then).
     """
+    if len(text) > limits.max_bytes:
+        raise Exceeded(
+            "size", f"{len(text):,} characters is over the {limits.max_bytes:,} allowed in one file"
+        )
     loader = Loader(text)
     try:
-        return _build(loader)
+        return _build(loader, limits)
     finally:
         loader.dispose()
 
 
-def _build(loader: yaml.SafeLoader) -> list[tuple[int, Any]]:
+def _build(loader: yaml.SafeLoader, limits: Limits) -> list[tuple[int, Any]]:
     scalars = _Scalars(loader)
     get_event: Callable[[], Any] = loader.get_event
     docs: list[tuple[int, Any]] = []
@@ -87,6 +101,11 @@ def _build(loader: yaml.SafeLoader) -> list[tuple[int, Any]]:
     stack: list[Any] = []
     keys: list[Any] = []
     line = 0
+    max_depth = limits.max_depth
+    #: ids of the anchored mappings and sequences still open: an alias to one is recursive
+    opened: set[int] = set()
+    expansion: Expansion | None = None
+    started = 0
     while True:
         event = get_event()
         kind = type(event)
@@ -105,6 +124,9 @@ def _build(loader: yaml.SafeLoader) -> list[tuple[int, Any]]:
                 if event.anchor in anchors:
                     raise Unsupported("duplicate anchor")
                 anchors[event.anchor] = container
+                opened.add(id(container))
+            if len(stack) >= max_depth:
+                raise too_deep(event, max_depth, len(docs) + 1)
             stack.append(container)
             keys.append(_NO_KEY)
             continue
@@ -112,16 +134,28 @@ def _build(loader: yaml.SafeLoader) -> list[tuple[int, Any]]:
             value = stack.pop()
             if keys.pop() is not _NO_KEY:
                 raise Unsupported("mapping ended after a key")
+            if opened:
+                opened.discard(id(value))
         elif kind is events.AliasEvent:
             if event.anchor not in anchors:
                 raise Unsupported("unknown alias")
             value = anchors[event.anchor]
+            if limits.aliases:
+                if id(value) in opened:
+                    raise recursive(event, len(docs) + 1)
+                expansion = expansion or Expansion()
+                expansion.alias(value)
         elif kind is events.DocumentStartEvent:
             anchors = {}
+            started = event.start_mark.index
+            continue
+        elif kind is events.DocumentEndEvent:
+            _document_end(event, docs, started, expansion, limits)
+            expansion = None
             continue
         elif kind is events.StreamEndEvent:
             return docs
-        else:  # StreamStart, DocumentEnd
+        else:  # StreamStart
             continue
         if kind is events.ScalarEvent:
             if not stack:
@@ -144,3 +178,45 @@ def _build(loader: yaml.SafeLoader) -> list[tuple[int, Any]]:
             except TypeError:
                 raise Unsupported("unhashable key") from None
             keys[-1] = _NO_KEY
+
+
+def too_deep(event: Any, max_depth: int, document: int) -> Exceeded:
+    return Exceeded(
+        "depth",
+        f"nests deeper than {max_depth} levels of mappings and sequences",
+        document=document,
+        line=event.start_mark.line + 1,
+    )
+
+
+def recursive(event: Any, document: int) -> Exceeded:
+    return Exceeded(
+        "recursive alias",
+        f"alias *{event.anchor} is inside its own anchor &{event.anchor}: a structure holding itself",
+        document=document,
+        line=event.start_mark.line + 1,
+    )
+
+
+def _document_end(
+    event: Any, docs: list[tuple[int, Any]], started: int, expansion: Expansion | None, limits: Limits
+) -> None:
+    """The bounds checked once per document: its size, the count so far, its aliases."""
+    line, value = docs[-1]
+    size = event.end_mark.index - started
+    if size > limits.max_document_bytes:
+        raise Exceeded(
+            "document size",
+            f"the document is {size:,} characters, over the {limits.max_document_bytes:,} allowed",
+            document=len(docs),
+            line=line,
+        )
+    if len(docs) > limits.max_documents:
+        raise Exceeded(
+            "documents",
+            f"more than {limits.max_documents:,} documents in one file",
+            document=len(docs),
+            line=line,
+        )
+    if expansion is not None:
+        expansion.check(value, document=len(docs), line=line)

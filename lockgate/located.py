@@ -14,6 +14,7 @@ from typing import Any
 
 import yaml
 
+from lockgate import bounded
 from lockgate.errors import UsageError
 
 Path = tuple[str | int, ...]
@@ -68,7 +69,11 @@ def _walk(node: yaml.Node, path: Path, lines: dict[Path, int], file: str) -> Non
 
 
 def documents(text: str, file: str) -> list[Document]:
-    """Every non-empty document of ``text``; invalid YAML is a ``UsageError`` naming file:line:column."""
+    """Every non-empty document of ``text``; invalid YAML is a ``UsageError`` naming file:line:column.
+
+    The text is checked against the parsing bounds first (``lockgate.bounded``): the walk over
+    the composed nodes would follow every alias of a bomb."""
+    bounded.scan_yaml(text, file, error=UsageError)
     loader = yaml.SafeLoader(text)
     found: list[Document] = []
     try:

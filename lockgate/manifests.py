@@ -2,7 +2,8 @@
 
 Every document must carry apiVersion, kind and metadata.name; ``List`` kinds are
 flattened; kustomize's own config files (``kustomization.yaml``) and empty documents are
-skipped; the same object twice is refused. Errors name the file and the line.
+skipped; the same object twice is refused. Errors name the file and the line. Parsing is
+``lockgate.bounded``'s, so an alias bomb or a ``List`` holding itself is refused as read.
 """
 
 from __future__ import annotations
@@ -14,9 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NoReturn
 
-import yaml
-
-from lockgate import fastyaml
+from lockgate import bounded, parselimits
 from lockgate.diff import secret_values
 from lockgate.diff.secret_values import SecretValues
 from lockgate.errors import RenderError
@@ -97,61 +96,18 @@ def yaml_files(root: Path) -> list[Path]:
     return sorted(found)
 
 
-_Loader: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-
-
-def _is_tab(text: str, line: int, column: int) -> bool:
-    """Whether the error sits on a tab: at the column, or in the line's indentation."""
-    lines = text.splitlines()
-    if line >= len(lines):
-        return False
-    here = lines[line]
-    indent = here[: len(here) - len(here.lstrip(" \t"))]
-    return here[column : column + 1] == "\t" or "\t" in indent
-
-
-def _raise(exc: yaml.YAMLError, file: str, text: str) -> NoReturn:
-    if isinstance(exc, yaml.MarkedYAMLError):
-        mark = exc.problem_mark or exc.context_mark
-        where = f"{file}:{mark.line + 1}:{mark.column + 1}" if mark else file
-        if mark is not None and _is_tab(text, mark.line, mark.column):
-            # PyYAML says "found character '\t' that cannot start any token" or similar
-            raise RenderError(
-                f"{where}: invalid YAML: a tab character; YAML indents with spaces, not tabs"
-            ) from None
-        raise RenderError(f"{where}: invalid YAML: {exc.problem or exc.context}") from None
-    raise RenderError(f"{file}: invalid YAML: {exc}") from None
-
-
-def parse_documents(text: str, file: str) -> list[tuple[int, Any]]:
-    """Every YAML document of ``text`` with its 1-based start line; errors name file and line."""
-    try:
-        return fastyaml.load_documents(text)
-    except fastyaml.Unsupported:
-        pass
-    except yaml.YAMLError as exc:
-        _raise(exc, file, text)
-    loader = _Loader(text)
-    docs: list[tuple[int, Any]] = []
-    try:
-        while loader.check_node():
-            node = loader.get_node()
-            if node is not None:
-                docs.append((node.start_mark.line + 1, loader.construct_document(node)))
-    except yaml.YAMLError as exc:
-        _raise(exc, file, text)
-    finally:
-        loader.dispose()
-    return docs
+def parse_documents(
+    text: str, file: str, *, limits: parselimits.Limits = parselimits.DEFAULT
+) -> list[tuple[int, Any]]:
+    """Every YAML document of ``text`` with its 1-based start line, within ``limits``
+    (``lockgate.bounded``); errors name file and line."""
+    return bounded.yaml_documents(text, file, limits=limits)
 
 
 def check_syntax(text: str, file: str) -> None:
-    """Only check that ``text`` is well-formed YAML: parser events, no nodes (several times faster)."""
-    try:
-        for _ in yaml.parse(text, Loader=_Loader):
-            pass
-    except yaml.YAMLError as exc:
-        _raise(exc, file, text)
+    """Only check that ``text`` is well-formed YAML within the parsing bounds: parser events,
+    no nodes (several times faster than loading)."""
+    bounded.scan_yaml(text, file)
 
 
 def _objects(doc: Any, file: str, line: int) -> Iterable[K8sObject]:
@@ -178,11 +134,35 @@ def _objects(doc: Any, file: str, line: int) -> Iterable[K8sObject]:
     yield K8sObject(body=doc, file=file, line=line)
 
 
-def load_text(text: str, file: str) -> list[K8sObject]:
-    return [obj for line, doc in parse_documents(text, file) for obj in _objects(doc, file, line)]
+def load_text(text: str, file: str, *, limits: parselimits.Limits = parselimits.DEFAULT) -> list[K8sObject]:
+    return [
+        obj for line, doc in parse_documents(text, file, limits=limits) for obj in _objects(doc, file, line)
+    ]
 
 
-def load(paths: Iterable[Path], *, relative_to: Path | None = None) -> list[K8sObject]:
+def _read(path: Path, shown: str, limits: parselimits.Limits) -> str:
+    """The file's text; one over the size bound is refused before it is read."""
+    try:
+        with open(path, "rb") as handle:
+            size = os.fstat(handle.fileno()).st_size
+            if size > limits.max_bytes:
+                raise bounded.LimitExceeded(
+                    parselimits.message(
+                        shown, parselimits.Exceeded("size", bounded.size_detail(size, limits))
+                    ),
+                    limit="size",
+                )
+            return handle.read().decode("utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise RenderError(f"{shown}: cannot read ({exc})") from None
+
+
+def load(
+    paths: Iterable[Path],
+    *,
+    relative_to: Path | None = None,
+    limits: parselimits.Limits = parselimits.DEFAULT,
+) -> list[K8sObject]:
     """All objects in ``paths`` (files or directories), in file order; duplicates are refused."""
     objects: list[K8sObject] = []
     seen: dict[ObjectKey, K8sObject] = {}
@@ -193,11 +173,8 @@ def load(paths: Iterable[Path], *, relative_to: Path | None = None) -> list[K8sO
                 if relative_to and path.is_relative_to(relative_to)
                 else str(path)
             )
-            try:
-                text = path.read_text(encoding="utf-8")
-            except (OSError, UnicodeDecodeError) as exc:
-                raise RenderError(f"{shown}: cannot read ({exc})") from None
-            for obj in load_text(text, shown):
+            text = _read(path, shown, limits)
+            for obj in load_text(text, shown, limits=limits):
                 previous = seen.get(obj.key)
                 if previous is not None:
                     raise RenderError(

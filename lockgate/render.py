@@ -5,6 +5,10 @@ program; the runner builds an artifact that still holds a ``kustomization.yaml``
 find the programs the same way: ``LOCKGATE_KUSTOMIZE`` / ``LOCKGATE_HELM`` when set (an
 explicit choice is never silently replaced by another program), else PATH. The rendered
 stream is returned as text; callers write or load it.
+
+What the programs would read is checked first, within ``lockgate.bounded``'s parsing
+bounds: the kustomizations (``lockgate.kustomization``, which also refuses remote
+references where they are not allowed) and the Helm values files.
 """
 
 from __future__ import annotations
@@ -17,13 +21,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-import yaml
-
+from lockgate import bounded, kustomization
 from lockgate.errors import RenderError, UsageError
 
 log = logging.getLogger("lockgate.render")
 
-KUSTOMIZATION_FILES = ("kustomization.yaml", "kustomization.yml", "Kustomization")
+KUSTOMIZATION_FILES = kustomization.FILES
 CHART_FILE = "Chart.yaml"
 TIMEOUT = 600
 Kind = Literal["kustomize", "helm"]
@@ -57,9 +60,20 @@ def kind_of(path: Path) -> Kind | None:
     return None
 
 
-def _run(argv: list[str], what: str) -> str:
+#: a proxy nothing listens on (the discard port): with remote references refused, whatever
+#: the check could miss still cannot leave the machine over HTTP(S) or Git over HTTP(S)
+_NO_NETWORK = {
+    "HTTP_PROXY": "http://127.0.0.1:9",
+    "HTTPS_PROXY": "http://127.0.0.1:9",
+    "ALL_PROXY": "http://127.0.0.1:9",
+    "NO_PROXY": "",
+    "GIT_TERMINAL_PROMPT": "0",
+}
+
+
+def _run(argv: list[str], what: str, *, env: dict[str, str] | None = None) -> str:
     try:
-        proc = subprocess.run(argv, capture_output=True, text=True, timeout=TIMEOUT)
+        proc = subprocess.run(argv, capture_output=True, text=True, timeout=TIMEOUT, env=env)
     except OSError as exc:
         raise RenderError(f"{what}: cannot run {argv[0]} ({exc.strerror})") from None
     except subprocess.TimeoutExpired:
@@ -70,10 +84,23 @@ def _run(argv: list[str], what: str) -> str:
     return proc.stdout
 
 
-def kustomize_build(directory: Path, *, purpose: str, shown: str | None = None) -> str:
-    """``kustomize build directory``; ``shown`` is how the directory is named in errors."""
+def kustomize_build(
+    directory: Path,
+    *,
+    purpose: str,
+    shown: str | None = None,
+    root: Path | None = None,
+    allow_remote: bool = True,
+) -> str:
+    """``kustomize build directory``; ``shown`` is how the directory is named in errors.
+
+    The kustomizations it reads are checked first (``kustomization.check``): with ``root``
+    every local path must stay inside it, and without ``allow_remote`` a URL or repository
+    is refused (and kustomize runs behind a proxy that goes nowhere)."""
+    kustomization.check(directory, root=root, allow_remote=allow_remote)
     program = find_program("kustomize", purpose=purpose)
-    return _run([program, "build", str(directory)], f"kustomize build {shown or directory}")
+    env = None if allow_remote else {**os.environ, **_NO_NETWORK}
+    return _run([program, "build", str(directory)], f"kustomize build {shown or directory}", env=env)
 
 
 @dataclass(frozen=True)
@@ -100,6 +127,8 @@ def helm_template(chart: Path, *, purpose: str, options: HelmOptions = HelmOptio
     for pair in options.set_values:
         if "=" not in pair:
             raise UsageError(f"--set {pair!r}: expected KEY=VALUE (helm's --set syntax)")
+    for file in (chart / "values.yaml", *options.values):
+        _check_values(file)
     release = options.release or chart.resolve().name
     argv = [find_program("helm", purpose=purpose), "template", release, str(chart), "--skip-tests"]
     if options.namespace:
@@ -111,6 +140,17 @@ def helm_template(chart: Path, *, purpose: str, options: HelmOptions = HelmOptio
     return _run(argv, f"helm template {chart}")
 
 
+def _check_values(file: Path) -> None:
+    """A values file helm will read, within the parsing bounds (helm's own decoder allows more)."""
+    if not file.is_file():
+        return
+    try:
+        text = file.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise RenderError(f"{file}: cannot read ({exc})") from None
+    bounded.yaml_documents(text, str(file))
+
+
 HOOK_ANNOTATION = "helm.sh/hook"
 
 
@@ -118,7 +158,7 @@ def helm_hooks(text: str) -> list[str]:
     """``Kind/name (hook)`` of each rendered object that is a Helm hook: applied as an
     ordinary object, since a GitOps apply has no install/upgrade phases."""
     found = []
-    for doc in yaml.safe_load_all(text):
+    for _, doc in bounded.yaml_documents(text, "helm template output"):
         if not isinstance(doc, dict):
             continue
         meta = doc.get("metadata") or {}

@@ -18,6 +18,7 @@ import click
 from click.core import ParameterSource
 
 from lockgate import registry
+from lockgate.artifact.limits import Limits
 from lockgate.errors import Abandoned, LockgateError, UsageError
 from lockgate.output import output_option
 from lockgate.redact import scrub
@@ -77,6 +78,32 @@ from runner.serve.notify import notifier as notify
     help="Decrypt SOPS-encrypted objects with the age keys in this Secret's *.agekey entries "
     "(runner namespace), as Flux's --decryption-secret.",
 )
+@click.option(
+    "--max-size",
+    type=click.IntRange(min=1),
+    default=Limits.max_total_bytes,
+    show_default=True,
+    help="Largest artifact to extract, in bytes of files (as pull).",
+)
+@click.option(
+    "--max-files",
+    type=click.IntRange(min=1),
+    default=Limits.max_files,
+    show_default=True,
+    help="Most entries, files and directories, to extract (as pull).",
+)
+@click.option(
+    "--max-ratio",
+    type=click.FloatRange(min=0, min_open=True),
+    default=Limits.max_ratio,
+    show_default=True,
+    help="Highest compression ratio to extract (as pull).",
+)
+@click.option(
+    "--allow-remote-bases",
+    is_flag=True,
+    help="Let the artifact's kustomization fetch remote resources (refused by default).",
+)
 @click.option("--context", help="The kubeconfig context to use (default: the current context).")
 @click.option("--config", "config_path", type=click.Path(path_type=Path), help="A file of Sync documents.")
 @output_option
@@ -109,6 +136,10 @@ def reconcile(
     concurrency: int,
     kubeconfig: Path | None,
     decryption_secret: str | None,
+    max_size: int,
+    max_files: int,
+    max_ratio: float,
+    allow_remote_bases: bool,
     context: str | None,
     config_path: Path | None,
     output: str,
@@ -154,6 +185,8 @@ def reconcile(
             max_prune_share=max_prune_share,
             concurrency=concurrency,
             decryption_secret=decryption_secret,
+            limits=Limits(max_total_bytes=max_size, max_files=max_files, max_ratio=max_ratio),
+            allow_remote_bases=allow_remote_bases,
         )
         syncs, cluster = [sync], ""
     for warning in (w for sync in syncs for w in sync.source.warnings):

@@ -48,6 +48,13 @@ def _build_options(func: F) -> F:
             click.option(
                 "--strict", is_flag=True, help="A plain (unencrypted) Secret is an error, not a warning."
             ),
+            click.option(
+                "--max-ratio",
+                type=click.FloatRange(min=0, min_open=True),
+                default=limits.Limits.max_ratio,
+                show_default=True,
+                help="Refuse a layer compressing better than runners extract (their --max-ratio).",
+            ),
         )
     ):
         func = decorator(func)
@@ -65,6 +72,7 @@ def _build(
     no_validate: bool,
     allow_private_keys: bool,
     strict: bool,
+    max_ratio: float,
 ) -> source.BuildOptions:
     from action.artifacts import source
     from lockgate.render import HelmOptions
@@ -79,6 +87,7 @@ def _build(
         validate=not no_validate,
         allow_private_keys=allow_private_keys,
         strict=strict,
+        max_ratio=max_ratio,
     )
 
 
@@ -216,7 +225,13 @@ def push(
 )
 @click.option("--media-type", help="Layer media type to extract (default: Flux's, else the first).")
 @click.option("--max-size", type=int, default=limits.Limits.max_total_bytes, show_default=True)
-@click.option("--max-files", type=int, default=limits.Limits.max_files, show_default=True)
+@click.option(
+    "--max-files",
+    type=int,
+    default=limits.Limits.max_files,
+    show_default=True,
+    help="Most entries to extract, files and directories.",
+)
 @click.option("--max-ratio", type=float, default=limits.Limits.max_ratio, show_default=True)
 @output.long_output_option
 @_registry_options

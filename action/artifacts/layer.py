@@ -48,7 +48,12 @@ class Tree:
         if self.packed is None:
             check = source_mod.content_check(self.root, self.options)
             self.packed = pack.pack(
-                self.root, self.dest, self.options.pack_options, entries=self.entries, check=check
+                self.root,
+                self.dest,
+                self.options.pack_options,
+                entries=self.entries,
+                check=check,
+                limits=self.options.limits,
             )
             if self.cache_key is not None:
                 if self.known is not None and self.known.digest != self.packed.digest:

@@ -89,7 +89,9 @@ def build_layer(path: str, dest: Path, options: source_mod.BuildOptions) -> pack
         if options.validate:
             source_mod.require_yaml(root, entries)
         check = source_mod.content_check(root, options)
-        return pack.pack(root, dest, options.pack_options, entries=entries, check=check)
+        return pack.pack(
+            root, dest, options.pack_options, entries=entries, check=check, limits=options.limits
+        )
 
 
 def plan(

@@ -5,7 +5,9 @@ stream is packed as one ``manifests.yaml``.
 
 ``prepare`` yields the path to pack and cleans up any temporary copy; ``validate`` gates
 the tree: at least one YAML file, and every YAML file parses (the error names file and
-line). Helm ``templates/`` are not YAML until rendered, so they are not parsed.
+line) within the parsing bounds the runner applies (``lockgate.bounded``: an alias bomb
+is refused here, not on every cluster). Helm ``templates/`` are not YAML until rendered,
+so they are not parsed.
 """
 
 from __future__ import annotations
@@ -21,8 +23,9 @@ from pathlib import Path
 
 import yaml
 
-from lockgate import manifests, render
+from lockgate import bounded, manifests, render
 from lockgate.artifact import pack
+from lockgate.artifact.limits import Limits
 from lockgate.errors import RenderError, UsageError
 from lockgate.render import HelmOptions
 
@@ -45,12 +48,22 @@ class BuildOptions:
     allow_private_keys: bool = False
     #: a plain (unencrypted) Secret is an error, not a warning
     strict: bool = False
+    #: the highest compression ratio runners extract (``--max-ratio``): a layer above is refused
+    max_ratio: float = Limits.max_ratio
 
     @property
     def checks(self) -> str:
         """What the pack's check looks at, for the build cache's key: a cached result of a
         laxer check never stands in for a stricter one."""
-        return f"validate={self.validate},keys={not self.allow_private_keys},strict={self.strict}"
+        return (
+            f"validate={self.validate},keys={not self.allow_private_keys},strict={self.strict},"
+            f"ratio={self.max_ratio:g}"
+        )
+
+    @property
+    def limits(self) -> Limits:
+        """What a runner's extraction refuses that packing can see: the compression ratio."""
+        return Limits(max_ratio=self.max_ratio)
 
     @property
     def pack_options(self) -> pack.PackOptions:
@@ -138,6 +151,8 @@ def content_check(root: Path, options: BuildOptions) -> pack.Check | None:
             return
         if not _well_formed(data):
             check_yaml(data, shown)
+        if needs_loading(data):
+            check_bounds(data, shown)
         if b"Secret" in data and _SECRET_KIND.search(data):  # the substring test is the cheap one
             _plain_secrets(data, shown, strict=options.strict)
 
@@ -154,8 +169,10 @@ def syntax_check(root: Path) -> pack.Check:
 def _plain_secrets(data: bytes, shown: str, *, strict: bool) -> None:
     """Warn (or with ``strict`` refuse) for each Secret with data that SOPS did not encrypt."""
     try:
-        docs = list(yaml.load_all(data, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)))
-    except yaml.YAMLError:
+        docs = [doc for _, doc in bounded.yaml_documents(data.decode("utf-8"), shown)]
+    except bounded.LimitExceeded:
+        raise
+    except (UnicodeDecodeError, RenderError):
         return  # the syntax check names the error
     for doc in docs:
         if not isinstance(doc, dict) or doc.get("kind") != "Secret" or "sops" in doc:
@@ -170,6 +187,26 @@ def _plain_secrets(data: bytes, shown: str, *, strict: bool) -> None:
         if strict:
             raise RenderError(message + " (--strict)")
         log.warning("warning: %s", message)
+
+
+def needs_loading(data: bytes) -> bool:
+    """Whether the syntax check alone may pass what the runner refuses when it loads the file:
+    an alias needs an anchor (``&``) and an alias (``*``); a document over the size bound needs
+    a file that large; and more documents than the bound need as many ``---`` or ``...``
+    markers (libyaml bounds the depth itself). All three are byte searches, no parsing."""
+    limits = bounded.DEFAULT
+    if b"&" in data and b"*" in data:
+        return True
+    if len(data) > limits.max_document_bytes:
+        return True
+    return (
+        len(data) > limits.max_documents and data.count(b"---") + data.count(b"...") >= limits.max_documents
+    )
+
+
+def check_bounds(data: bytes, shown: str) -> None:
+    """Load ``data`` within the parsing bounds, as the runner will (``RenderError`` over one)."""
+    bounded.yaml_documents(data.decode("utf-8"), shown)
 
 
 def _well_formed(data: bytes) -> bool:

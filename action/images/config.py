@@ -15,11 +15,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from action.images import files, known, native, policy
 from action.images.fields import Fields, Where
 from action.images.model import Automation, Config, ImagePolicy, ImageRepository, NamespacedName, Object
+from lockgate import bounded
 from lockgate.errors import UsageError
 
 FLUX_GROUP = "image.toolkit.fluxcd.io"
@@ -101,9 +100,13 @@ _FLUX_KINDS: dict[str, Callable[[Fields, NamespacedName], Object]] = {
 def parse_documents(path: str, text: str) -> tuple[list[Object], list[str]]:
     """Objects of the kinds we read from one file's text, and problems; pure."""
     try:
-        docs = list(yaml.load_all(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)))
-    except yaml.YAMLError as exc:
-        return [], [f"{path}: cannot be parsed as YAML: {str(exc).splitlines()[0]}"]
+        docs = [doc for _, doc in bounded.yaml_documents(text, path, error=UsageError)]
+    except bounded.LimitExceeded as exc:
+        return [], [exc.message]
+    except UsageError as exc:
+        # "path:line:column: invalid YAML: ..." -> "path: cannot be parsed as YAML: line:column: ..."
+        where, _, problem = exc.message.removeprefix(path).lstrip(":").partition(": invalid YAML: ")
+        return [], [f"{path}: cannot be parsed as YAML: {where}: {problem}" if problem else exc.message]
     objects: list[Object] = []
     problems: list[str] = []
     for index, doc in enumerate(docs):

@@ -30,10 +30,12 @@ from pathlib import Path
 from typing import Any
 
 from action.images.model import ImageRepository
-from lockgate import registry
-from lockgate.errors import UsageError
+from lockgate import bounded, registry
+from lockgate.errors import ExitCode, UsageError
 
 SECRET_KEY = ".dockerconfigjson"
+#: a Docker config larger than this is not one
+_MAX_BYTES = bounded.DEFAULT.max_document_bytes
 
 
 class CredentialsError(UsageError):
@@ -81,7 +83,9 @@ def from_docker_config(document: Mapping[str, Any], host: str, origin: str) -> r
 
 def _read(path: Path, what: str) -> Mapping[str, Any]:
     try:
-        document = json.loads(path.read_text(encoding="utf-8"))
+        document = bounded.json_value(
+            path.read_text(encoding="utf-8"), str(path), max_bytes=_MAX_BYTES, exit_code=ExitCode.USAGE
+        )
     except OSError as exc:
         raise CredentialsError(f"{what}: cannot read {path}: {exc.strerror}") from None
     except (json.JSONDecodeError, UnicodeDecodeError):

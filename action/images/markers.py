@@ -13,12 +13,13 @@ uses ``find`` to show the values currently in the repository. Pure: no I/O.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from dataclasses import dataclass
 from enum import Enum
 
 import yaml
+
+from lockgate import bounded
 
 TOKEN = '"$imagepolicy"'
 SHORTHAND = "$imagepolicy"
@@ -165,8 +166,8 @@ def _marker(comment: str | None) -> str | None:
     if comment is None:
         return None
     try:
-        parsed = json.loads(comment.lstrip("#"))
-    except ValueError:
+        parsed = bounded.json_value(comment.lstrip("#"), "a comment", max_bytes=len(comment))
+    except (ValueError, bounded.LimitExceeded):  # not JSON, or nesting no marker has: not a marker
         return None
     if not isinstance(parsed, dict) or not all(isinstance(v, str | None) for v in parsed.values()):
         return None
@@ -210,7 +211,9 @@ LOADER: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 def parse(text: str) -> list[yaml.Node]:
-    """The documents of ``text`` as nodes; raises ``yaml.YAMLError``."""
+    """The documents of ``text`` as nodes; raises ``yaml.YAMLError`` or, over a parsing bound
+    (an alias bomb would make the walk over the nodes follow every alias), ``LimitExceeded``."""
+    bounded.scan_yaml(text, "", error=None)
     return [root for root in yaml.compose_all(text, Loader=LOADER) if root is not None]
 
 
@@ -221,7 +224,7 @@ def find(data: bytes) -> tuple[list[Marked], list[Problem]]:
     try:
         text = data.decode("utf-8")
         return find_in(text, parse(text))
-    except (UnicodeDecodeError, yaml.YAMLError) as exc:
+    except (UnicodeDecodeError, yaml.YAMLError, bounded.LimitExceeded) as exc:
         return [], [unparsable(exc)]
 
 

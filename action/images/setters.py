@@ -18,6 +18,7 @@ import yaml
 
 from action.images import markers, yamlvalues
 from action.images.markers import BLOCKING, NOTICES, TOKEN, ObjectId, Problem, ProblemKind
+from lockgate import bounded
 
 __all__ = [
     "BLOCKING",
@@ -124,7 +125,7 @@ def rewrite(path: str, data: bytes, setters: Setters) -> FileResult:
     try:
         text = data.decode("utf-8")
         roots = markers.parse(text)
-    except (UnicodeDecodeError, yaml.YAMLError) as exc:
+    except (UnicodeDecodeError, yaml.YAMLError, bounded.LimitExceeded) as exc:
         return FileResult(path, data, data, problems=(markers.unparsable(exc),))
     found, problems = markers.find_in(text, roots)
     edits: list[tuple[int, int, str]] = []

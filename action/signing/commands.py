@@ -8,7 +8,6 @@ Each verb imports its own part of ``lockgate.signing``: ``verify`` never loads t
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 from collections.abc import Iterable
@@ -18,9 +17,12 @@ from typing import TYPE_CHECKING, Any
 
 from action import cliopts
 from action.signing import password
-from lockgate import paths
-from lockgate.errors import LockgateError, UsageError
+from lockgate import bounded, paths
+from lockgate.errors import ExitCode, LockgateError, UsageError
 from lockgate.signing.options import VERIFY_FLAGS, VerifyOptions, build_policy, policy_warnings
+
+#: a predicate (an SBOM, say) may be large, but not larger than a file lockgate loads at all
+_MAX_PREDICATE = bounded.DEFAULT.max_bytes
 
 if TYPE_CHECKING:
     from lockgate import registry
@@ -139,7 +141,9 @@ def read_predicate(path: Path) -> dict[str, Any]:
         reason = (exc.strerror or type(exc).__name__).lower()
         raise UsageError(f"cannot read --predicate {where}: {reason}") from None
     try:
-        value = json.loads(text)
+        value = bounded.json_value(
+            text, f"--predicate {where}", max_bytes=_MAX_PREDICATE, exit_code=ExitCode.USAGE
+        )
     except ValueError as exc:
         raise UsageError(f"--predicate {where} is not valid JSON: {exc}") from None
     if not isinstance(value, dict):

@@ -2,7 +2,8 @@
 
 Stricter than ``tarfile``'s ``data`` filter: regular files and directories only (no
 symlinks, hard links, devices or fifos), no absolute paths or ``..``, no duplicates, and
-limits on total size, file count and compression ratio. Everything is written into a
+limits on total size, entry count (files and directories alike: a layer of nothing but
+directories costs an inode each) and compression ratio. Everything is written into a
 temporary directory next to the target and renamed into place only when the whole layer
 was read; on any failure nothing is left behind and the error names the entry.
 """
@@ -138,7 +139,9 @@ def _check_type(member: tarfile.TarInfo) -> None:
 
 
 def extract(layer: IO[bytes], target: Path, limits: Limits | None = None) -> Extracted:
-    """Extract the tar+gzip ``layer`` into ``target``, which must not exist or be an empty directory."""
+    """Extract the tar+gzip ``layer`` into ``target``, which must not exist or be an empty directory.
+
+    ``Extracted.files`` counts regular files; ``limits.max_files`` bounds every entry."""
     limits = limits or Limits()
     if target.exists() and (not target.is_dir() or any(target.iterdir())):
         raise UsageError(f"{target} exists and is not an empty directory; choose a new output directory")
@@ -194,13 +197,14 @@ def _extract_into(layer: IO[bytes], root: Path, limits: Limits) -> tuple[int, in
                     _parents(base, name, made)
                     os.mkdir(dest, 0o755)
                     made.add(name)
+                _count(member, files + len(made) - 1, limits)
                 continue
             files += 1
-            if files > limits.max_files:
-                raise LimitExceeded(member.name, f"more than {limits.max_files} files (limit)")
             if total + member.size > limits.max_total_bytes:
                 raise LimitExceeded(member.name, f"total size exceeds {limits.max_total_bytes} bytes (limit)")
             _parents(base, name, made)
+            # every entry made so far: files, listed directories and the ones their paths imply
+            _count(member, files + len(made) - 1, limits)
             source = _content(tar, member)
             mode = 0o755 if member.mode & 0o100 else 0o644
             try:
@@ -220,6 +224,13 @@ def _extract_into(layer: IO[bytes], root: Path, limits: Limits) -> tuple[int, in
                 os.close(fd)
             task.advance()
     return files, total
+
+
+def _count(member: tarfile.TarInfo, entries: int, limits: Limits) -> None:
+    if entries > limits.max_files:
+        raise LimitExceeded(
+            member.name, f"more than {limits.max_files} entries, files and directories (limit)"
+        )
 
 
 @contextlib.contextmanager

@@ -54,12 +54,21 @@ class GzipWriter:
     """Writes one gzip member through ``emit``: ``write`` any number of times, then ``close``
     (or ``abort``, which stops the worker of a ``threaded`` writer without finishing)."""
 
-    def __init__(self, emit: Callable[[bytes], object], *, threaded: bool = False) -> None:
+    def __init__(
+        self,
+        emit: Callable[[bytes], object],
+        *,
+        threaded: bool = False,
+        marks: list[tuple[int, int]] | None = None,
+    ) -> None:
         self._emit = emit
         self._deflate = isal_zlib.compressobj(LEVEL, isal_zlib.DEFLATED, -isal_zlib.MAX_WBITS)
         self._pending = bytearray()
         self._crc = 0
         self._size = 0
+        #: (uncompressed bytes in, compressed bytes out) after each block and at the end, when asked
+        self._marks = marks
+        self._out = len(HEADER)
         emit(HEADER)
         self._queue: queue.Queue[bytes | None] | None = None
         self._error: BaseException | None = None
@@ -74,7 +83,10 @@ class GzipWriter:
         self._size += len(block)
         compressed = self._deflate.compress(block)
         if compressed:
+            self._out += len(compressed)
             self._emit(compressed)
+        if self._marks is not None:
+            self._marks.append((self._size, self._out))
 
     def _work(self) -> None:
         assert self._queue is not None
@@ -122,8 +134,13 @@ class GzipWriter:
             self._feed(self._pending)
             self._pending.clear()
         self._join()
-        self._emit(self._deflate.flush(isal_zlib.Z_FINISH))
-        self._emit(struct.pack("<II", self._crc & 0xFFFFFFFF, self._size & 0xFFFFFFFF))
+        tail = self._deflate.flush(isal_zlib.Z_FINISH) + struct.pack(
+            "<II", self._crc & 0xFFFFFFFF, self._size & 0xFFFFFFFF
+        )
+        self._emit(tail[:-8])
+        self._emit(tail[-8:])
+        if self._marks is not None:
+            self._marks.append((self._size, self._out + len(tail)))
 
     def abort(self) -> None:
         """Stop the worker, discarding what is queued; the member is left unfinished."""

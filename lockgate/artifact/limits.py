@@ -9,6 +9,7 @@ from dataclasses import dataclass
 @dataclass(frozen=True)
 class Limits:
     max_total_bytes: int = 1 << 30
+    #: entries of every kind: files and directories
     max_files: int = 100_000
     max_ratio: float = 200.0
     #: the ratio is only checked past this many uncompressed bytes (headers dominate tiny layers)

@@ -11,7 +11,9 @@ ISA-L bundled in a pinned wheel), not the system's zlib.
 
 from __future__ import annotations
 
+import bisect
 import hashlib
+import itertools
 import os
 import stat
 import tarfile
@@ -22,6 +24,7 @@ from typing import IO
 
 from lockgate import progress
 from lockgate.artifact import gz, ignore
+from lockgate.artifact.limits import Limits
 from lockgate.errors import UsageError
 
 #: fixed so the layer digest does not depend on a library default (ISA-L's levels are 0-3)
@@ -73,6 +76,7 @@ def collect(root: Path, options: PackOptions | None = None) -> list[Entry]:
     except OSError as exc:
         raise UsageError(f"{root}: cannot read ({exc.strerror})") from None
     if stat.S_ISREG(st.st_mode):
+        check_name(root.name, root)
         return [Entry(root.name, root, False, _mode(st.st_mode, False), _stamp(st))]
     if not stat.S_ISDIR(st.st_mode):
         raise UsageError(f"{root}: not a directory or a regular file")
@@ -115,11 +119,13 @@ def _walk(
             target_is_dir = path.is_dir()
             if matcher.ignored(arc, target_is_dir):
                 continue
+            check_name(name, path)
             _symlink(path, arc, real_root, matcher, options, out, stack)
             continue
         is_dir = stat.S_ISDIR(lst.st_mode)
         if matcher.ignored(arc, is_dir):
             continue
+        check_name(name, path)
         if is_dir:
             out.append(Entry(arc, path, True, 0o755))
             _walk(path, arc, real_root, matcher, options, out, stack)
@@ -130,6 +136,17 @@ def _walk(
                 f"{path}: is a {_kind(lst.st_mode)}; artifacts hold regular files and directories only "
                 "(remove it or add it to .sourceignore / --ignore-paths)"
             )
+
+
+def check_name(name: str, path: Path) -> None:
+    """Refuse a name every extractor refuses (``lockgate.artifact.extract``): a backslash is a
+    directory separator on Windows, and a NUL ends a name in C."""
+    if "\\" in name or "\x00" in name:
+        raise UsageError(
+            f"{path}: the name holds a backslash or a NUL, and every runner refuses to extract such "
+            "an entry (lockgate pull and reconcile, as Flux); rename it, or keep it out "
+            "(.sourceignore / --ignore-paths)"
+        )
 
 
 def _name(item: os.DirEntry[str]) -> str:
@@ -264,8 +281,61 @@ def _padding(size: int) -> bytes:
     return tarfile.NUL * (_BLOCK - remainder) if remainder else b""
 
 
+class RatioProbe:
+    """The compression ratio an extractor (``lockgate.artifact.extract``) will see, measured
+    while packing: where each file's bytes sit in the tar, and how many compressed bytes the
+    compressor had written after each block. ``peak`` is a ratio the extractor surely
+    reaches, so a layer refused for it here is refused on every runner with that limit."""
+
+    def __init__(self) -> None:
+        #: (offset of the data in the tar, size) of each file, in order
+        self.spans: list[tuple[int, int]] = []
+        #: (tar bytes compressed, compressed bytes written), per block and at the end
+        self.marks: list[tuple[int, int]] = []
+
+    def _file_bytes(self, offset: int, starts: list[int], before: list[int]) -> int:
+        """Bytes of files in the tar's first ``offset`` bytes (what an extractor counts)."""
+        index = bisect.bisect_right(starts, offset) - 1
+        if index < 0:
+            return 0
+        start, size = self.spans[index]
+        return before[index] + min(size, offset - start)
+
+    def peak(self, floor: int) -> float:
+        """The highest ratio past ``floor`` file bytes an extractor cannot avoid seeing."""
+        starts = [start for start, _ in self.spans]
+        before = [0, *itertools.accumulate(size for _, size in self.spans)][:-1]
+        peak = 0.0
+        last = len(self.marks) - 1
+        for index, (offset, _) in enumerate(self.marks):
+            files = self._file_bytes(offset, starts, before)
+            if files <= floor:
+                continue
+            if index == last:
+                compressed = self.marks[last][1]  # at the end it has read the whole layer at most
+            else:
+                # by then it may have read a chunk further (its reads of a file, and the
+                # compressor's output of a block can come with the next one): two blocks on
+                compressed = self.marks[min(index + 2, last)][1] + _READ_AHEAD
+            peak = max(peak, files / compressed)
+        return peak
+
+
+#: what an extractor reads of the compressed layer at once (tarfile's record)
+_READ_AHEAD = tarfile.RECORDSIZE
+
+
+class RatioTooHigh(UsageError):
+    """The layer compresses better than runners extract by default (a decompression bomb?)."""
+
+
 def write(
-    entries: Sequence[Entry], out: IO[bytes], *, check: Check | None = None, inline_limit: int = INLINE_LIMIT
+    entries: Sequence[Entry],
+    out: IO[bytes],
+    *,
+    check: Check | None = None,
+    inline_limit: int = INLINE_LIMIT,
+    probe: RatioProbe | None = None,
 ) -> tuple[str, int]:
     """Stream ``entries`` as tar+gzip into ``out``; returns (digest, compressed size).
 
@@ -277,11 +347,11 @@ def write(
     run on the writer's worker thread, in order: the bytes are those of a single thread.
     """
     sink = _HashingWriter(out)
-    gzw = gz.GzipWriter(sink.write, threaded=True)
+    gzw = gz.GzipWriter(sink.write, threaded=True, marks=None if probe is None else probe.marks)
     total = sum(entry.stamp[0] for entry in entries if entry.stamp)
     task = progress.current().task("packing", total=total or None)
     try:
-        return _write(entries, sink, gzw, check, inline_limit, task)
+        return _write(entries, sink, gzw, check, inline_limit, task, [] if probe is None else probe.spans)
     except BaseException:
         gzw.abort()
         raise
@@ -296,6 +366,7 @@ def _write(
     check: Check | None,
     inline_limit: int,
     task: progress.Task,
+    spans: list[tuple[int, int]],
 ) -> tuple[str, int]:
     offset = 0
     buf = bytearray()
@@ -313,6 +384,7 @@ def _write(
                     if check is not None:
                         check(entry, data)
                     header = tar_header(entry, len(data))
+                    spans.append((offset + len(header), len(data)))
                     buf += header
                     buf += data
                     buf += _padding(len(data))
@@ -321,6 +393,7 @@ def _write(
                     if check is not None:
                         check(entry, None)
                     header = tar_header(entry, size)
+                    spans.append((offset + len(header), size))
                     buf += header
                     gzw.write(buf)
                     buf.clear()
@@ -343,6 +416,17 @@ def _write(
     return "sha256:" + sink.sha.hexdigest(), sink.size
 
 
+def _check_ratio(root: Path, ratio: float, limits: Limits) -> None:
+    if ratio > limits.max_ratio:
+        raise RatioTooHigh(
+            f"{root}: the layer compresses {ratio:,.0f}:1, over the {limits.max_ratio:g}:1 runners "
+            "extract (lockgate pull and reconcile --max-ratio, a Sync's spec.maxRatio), so every one "
+            "of them would refuse it as a decompression bomb; nothing was pushed. If the files are "
+            "meant to compress this well, pass a higher --max-ratio here and give the runners the "
+            "same limit"
+        )
+
+
 def _copy(handle: IO[bytes], gzw: gz.GzipWriter, size: int, entry: Entry) -> None:
     left = size
     while left:
@@ -361,11 +445,14 @@ def pack(
     entries: Sequence[Entry] | None = None,
     check: Check | None = None,
     inline_limit: int = INLINE_LIMIT,
+    limits: Limits | None = None,
 ) -> Layer:
     """Write ``root`` into the file ``dest`` (replaced atomically; nothing left on failure).
 
     ``entries``: what ``collect(root, options)`` returned, when the caller already has it.
-    ``check`` runs on the second core too when there is one (``sharedcheck``).
+    ``check`` runs on the second core too when there is one (``sharedcheck``). With
+    ``limits``, a layer whose compression ratio an extractor with those limits refuses is
+    refused here (``RatioTooHigh``), before anything is pushed.
     """
     from lockgate.artifact import sharedcheck
 
@@ -373,8 +460,11 @@ def pack(
         entries = collect(root, options)
     partial = dest.with_name(dest.name + ".partial")
     try:
+        probe = RatioProbe() if limits is not None else None
         with open(partial, "wb") as out, sharedcheck.shared(check, entries) as checking:
-            digest, size = write(entries, out, check=checking, inline_limit=inline_limit)
+            digest, size = write(entries, out, check=checking, inline_limit=inline_limit, probe=probe)
+        if probe is not None and limits is not None:
+            _check_ratio(root, probe.peak(limits.ratio_floor), limits)
         partial.replace(dest)
     finally:
         partial.unlink(missing_ok=True)

@@ -12,19 +12,23 @@ import hashlib
 import urllib.parse
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import IO
+from typing import IO, Any
 
 import requests
 
-from lockgate.errors import AuthError, RegistryError, ResolveError, VerificationError
+from lockgate.errors import AuthError, LockgateError, RegistryError, ResolveError, VerificationError
 from lockgate.registry import credentials as creds_mod
+from lockgate.registry import oci
 from lockgate.registry.credentials import Credentials
 from lockgate.registry.oci import MANIFEST_TYPES, OCI_INDEX, Referrers, referrers_tag, sha256_digest
 from lockgate.registry.reference import DIGEST_PATTERN, Reference
 from lockgate.registry.transport import RetryPolicy, Transport
 
 CHUNK = 1 << 20
-MAX_MANIFEST_BYTES = 4 << 20
+MAX_MANIFEST_BYTES = oci.MAX_DOCUMENT_BYTES
+#: one page of a tag list (10,000 tags of 128 characters fit with room to spare)
+MAX_TAG_PAGE_BYTES = 16 << 20
+_ERROR_BODY_BYTES = 1 << 20
 
 
 @dataclass(frozen=True)
@@ -231,13 +235,15 @@ class RegistryClient:
         url: str | None = f"/v2/{repo}/tags/list"
         params: dict[str, str] | None = {"n": str(page_size)}
         while url is not None:
-            response = self.transport.request("GET", url, scope=_scope(repo, "pull"), params=params)
+            response = self.transport.request(
+                "GET", url, scope=_scope(repo, "pull"), params=params, stream=True
+            )
             with response:
                 if response.status_code == 404:
                     raise ResolveError(f"repository oci://{self.host}/{repo} not found")
                 if response.status_code != 200:
                     raise _failure(response, f"{self.host}/{repo}")
-                body = response.json()
+                body = _json(response, MAX_TAG_PAGE_BYTES, f"tag list of oci://{self.host}/{repo}")
                 link = response.links.get("next", {}).get("url")
             yield from (body.get("tags") or []) if isinstance(body, dict) else []
             url = (
@@ -249,23 +255,38 @@ class RegistryClient:
 
 
 def _read_limited(response: requests.Response, limit: int, where: str) -> bytes:
+    return _read_body(response, limit, f"manifest of oci://{where}")
+
+
+def _read_body(response: requests.Response, limit: int, what: str) -> bytes:
     parts: list[bytes] = []
     total = 0
     for chunk in response.iter_content(64 * 1024):
         total += len(chunk)
         if total > limit:
-            raise RegistryError(f"manifest of oci://{where} is larger than {limit} bytes; refusing it")
+            raise RegistryError(f"{what} is larger than {limit} bytes; refusing it")
         parts.append(chunk)
     return b"".join(parts)
+
+
+def _json(response: requests.Response, limit: int, what: str) -> Any:
+    """A streamed JSON body within ``limit`` bytes and the parsing bounds; malformed JSON is a
+    registry error."""
+    data = _read_body(response, limit, what)
+    try:
+        return oci.read(data, what, max_bytes=limit)
+    except ValueError:
+        raise RegistryError(f"{what}: the registry answered something that is not JSON") from None
 
 
 def _failure(response: requests.Response, where: str) -> Exception:
     code, message = "", ""
     try:
-        body = response.json()
+        # an error body is read for its first code and message only, within the parsing bounds
+        body = oci.read(response.content, "error body", max_bytes=_ERROR_BODY_BYTES)
         first = (body.get("errors") or [{}])[0] if isinstance(body, dict) else {}
         code, message = str(first.get("code", "")), str(first.get("message", ""))
-    except (ValueError, AttributeError, IndexError):
+    except (ValueError, AttributeError, IndexError, LockgateError):
         pass
     detail = (
         f"HTTP {response.status_code}" + (f" {code}" if code else "") + (f": {message}" if message else "")

@@ -13,7 +13,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from lockgate.errors import ResolveError
+from lockgate import bounded
+from lockgate.errors import ExitCode, ResolveError
 from lockgate.registry.reference import DIGEST_PATTERN
 
 OCI_MANIFEST = "application/vnd.oci.image.manifest.v1+json"
@@ -22,6 +23,16 @@ DOCKER_MANIFEST = "application/vnd.docker.distribution.manifest.v2+json"
 DOCKER_LIST = "application/vnd.docker.distribution.manifest.list.v2+json"
 OCI_EMPTY = "application/vnd.oci.empty.v1+json"
 MANIFEST_TYPES = (OCI_MANIFEST, OCI_INDEX, DOCKER_MANIFEST, DOCKER_LIST)
+
+
+#: the largest manifest registries must accept (the distribution spec's 4 MiB); larger is refused
+MAX_DOCUMENT_BYTES = 4 << 20
+
+
+def read(data: bytes, where: str, *, max_bytes: int = MAX_DOCUMENT_BYTES) -> Any:
+    """A registry's JSON document, within the parsing bounds (``lockgate.bounded``): a
+    registry answering a document too large or too deep is refused, naming ``where``."""
+    return bounded.json_value(data, where, max_bytes=max_bytes, exit_code=ExitCode.RESOLVE)
 
 
 def sha256_digest(data: bytes) -> str:
@@ -105,7 +116,7 @@ class ImageManifest:
     @classmethod
     def from_bytes(cls, data: bytes, *, where: str) -> ImageManifest:
         try:
-            value = json.loads(data)
+            value = read(data, f"manifest of {where}")
         except (json.JSONDecodeError, UnicodeDecodeError) as exc:
             raise ResolveError(f"manifest of {where} is not valid JSON") from exc
         if not isinstance(value, dict):
@@ -152,7 +163,7 @@ class ImageIndex:
     @classmethod
     def from_bytes(cls, data: bytes, *, where: str) -> ImageIndex:
         try:
-            value = json.loads(data)
+            value = read(data, f"index of {where}")
         except (json.JSONDecodeError, UnicodeDecodeError) as exc:
             raise ResolveError(f"index of {where} is not valid JSON") from exc
         if not isinstance(value, dict) or not isinstance(value.get("manifests"), list):
@@ -186,7 +197,7 @@ class Referrers:
     @classmethod
     def from_bytes(cls, data: bytes, *, from_api: bool, where: str) -> Referrers:
         try:
-            value = json.loads(data)
+            value = read(data, f"referrers of {where}")
         except (json.JSONDecodeError, UnicodeDecodeError):
             raise ResolveError(f"referrers of {where} are not valid JSON") from None
         entries = value.get("manifests") if isinstance(value, dict) else None

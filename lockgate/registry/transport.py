@@ -29,12 +29,14 @@ import requests
 
 from lockgate import __version__
 from lockgate.errors import AuthError, RegistryError
-from lockgate.registry import origins
+from lockgate.registry import oci, origins
 from lockgate.registry.credentials import Credentials
 
 RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
 MAX_REDIRECTS = 10
 _BODY_HEADERS = frozenset({"content-type", "content-length", "content-encoding"})
+#: a token service's answer is a token and a few fields
+_TOKEN_BYTES = 1 << 20
 _CHALLENGE_PARAM = re.compile(r'(\w+)\s*=\s*(?:"([^"]*)"|([^\s,]+))')
 
 
@@ -255,7 +257,12 @@ class Transport:
                 raise RegistryError(
                     f"token service of {self.host} answered HTTP {reply.status_code} for {scope}"
                 )
-            body: Any = reply.json()
+            try:
+                body: Any = oci.read(reply.content, f"token service of {self.host}", max_bytes=_TOKEN_BYTES)
+            except ValueError:
+                raise RegistryError(
+                    f"token service of {self.host} answered something that is not JSON"
+                ) from None
         token = body.get("token") or body.get("access_token") if isinstance(body, dict) else None
         if not isinstance(token, str) or not token:
             raise RegistryError(f"token service of {self.host} returned no token for {scope}")

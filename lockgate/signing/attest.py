@@ -187,7 +187,7 @@ def _read_keyless(client: RegistryClient, repository: str, digest: str, policy: 
                 raise VerificationError(bundled.problem or "no bundle")
             if bundled.subject_digest != digest:
                 raise VerificationError(f"its subject is {bundled.subject_digest}, not {digest}")
-            document = json.loads(bundled.bundle)
+            document = store.read_value(bundled.bundle, "the bundle")
             if not isinstance(document, dict) or "publicKey" in (document.get("verificationMaterial") or {}):
                 raise VerificationError("it is signed with a key, not keyless")
             if claimed[0] is None:
@@ -201,7 +201,7 @@ def _read_keyless(client: RegistryClient, repository: str, digest: str, policy: 
             refused.append(Refusal(f"{where}: {message}", *claimed))
             continue
         payload = statement.envelope_of(document).payload
-        predicate = json.loads(payload).get("predicate")
+        predicate = store.read_value(payload, "the statement").get("predicate")
         found.append(
             Attestation(
                 digest=digest,
@@ -218,8 +218,8 @@ def _read_keyless(client: RegistryClient, repository: str, digest: str, policy: 
 def _claims(bundle: bytes | None) -> tuple[str | None, str | None]:
     """(predicate type, cluster) a bundle's statement claims, unverified; None where unreadable."""
     try:
-        envelope = statement.envelope_of(json.loads(bundle or b""))
-        doc = json.loads(envelope.payload)
+        envelope = statement.envelope_of(store.read_value(bundle or b"", "the bundle"))
+        doc = store.read_value(envelope.payload, "the statement")
         predicate = doc.get("predicate") or {}
         cluster = predicate.get("cluster") if isinstance(predicate, dict) else None
         return str(doc["predicateType"]), None if cluster is None else str(cluster)
@@ -235,7 +235,7 @@ def _verified(
     if bundled.subject_digest != digest:
         raise VerificationError(f"its subject is {bundled.subject_digest}, not {digest}")
     try:
-        bundle = json.loads(bundled.bundle)
+        bundle = store.read_value(bundled.bundle, "the bundle")
     except ValueError:
         raise VerificationError("the bundle is not valid JSON") from None
     if not isinstance(bundle, dict):
@@ -261,7 +261,7 @@ def _verified(
     if signed_by is None:
         raise VerificationError("not signed by " + ", ".join(p.source for p in policies))
     try:
-        doc = json.loads(envelope.payload)
+        doc = store.read_value(envelope.payload, "the signed statement")
         predicate_type = str(doc["predicateType"])
         predicate = doc.get("predicate")
     except (ValueError, KeyError, TypeError):

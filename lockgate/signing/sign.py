@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import base64
 import binascii
-import json
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -147,7 +146,7 @@ def existing_key_signature(
         if bundled.bundle is None or bundled.subject_digest != digest:
             continue
         try:
-            document = json.loads(bundled.bundle)
+            document = store.read_value(bundled.bundle, "the bundle")
             if not isinstance(document, dict):
                 continue
             statement.verify_key_bundle(document, public_key, digest=digest)

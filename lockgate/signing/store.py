@@ -9,12 +9,13 @@ signatures, allow").
 from __future__ import annotations
 
 import io
-import json
 from dataclasses import dataclass
 from typing import Any
 
+from lockgate import bounded
 from lockgate.errors import LockgateError, RegistryError, ResolveError
 from lockgate.registry import RegistryClient
+from lockgate.registry.oci import MAX_DOCUMENT_BYTES
 from lockgate.signing import layout, simplesigning
 
 MAX_PAYLOAD = 1 << 20
@@ -41,9 +42,19 @@ class StoredBundle:
     problem: str | None = None
 
 
+def read_value(data: bytes | str, where: str) -> Any:
+    """``json.loads`` of a document read from a registry, within the parsing bounds; over one
+    raises ``ValueError``, as malformed JSON does: every caller refuses such a document
+    the same way (a signature or attestation that does not count)."""
+    try:
+        return bounded.json_value(data, where, max_bytes=MAX_DOCUMENT_BYTES)
+    except bounded.LimitExceeded as exc:
+        raise ValueError(exc.message) from None
+
+
 def read_json(data: bytes, where: str) -> dict[str, Any]:
     try:
-        value = json.loads(data)
+        value = read_value(data, where)
     except ValueError:
         raise ResolveError(f"{where} is not valid JSON") from None
     if not isinstance(value, dict):

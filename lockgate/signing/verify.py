@@ -12,7 +12,6 @@ from __future__ import annotations
 import base64
 import binascii
 import functools
-import json
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
@@ -158,7 +157,7 @@ def _bundle_json(found: store.StoredBundle, digest: str) -> dict[str, Any]:
             "it was made for another artifact"
         )
     try:
-        value = json.loads(found.bundle)
+        value = store.read_value(found.bundle, "the bundle")
     except ValueError:
         raise VerificationError("the bundle is not valid JSON") from None
     if not isinstance(value, dict):

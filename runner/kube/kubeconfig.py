@@ -28,8 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
+from lockgate import bounded
 from lockgate.errors import UsageError
 
 SA_DIR = Path("/var/run/secrets/kubernetes.io/serviceaccount")
@@ -119,11 +118,14 @@ def files(path: Path | None, environ: Mapping[str, str]) -> list[Path]:
 
 def _read(path: Path) -> dict[str, Any]:
     try:
-        doc = yaml.safe_load(path.read_text())
+        docs = bounded.yaml_documents(path.read_text(), f"kubeconfig {path}", error=UsageError)
     except (OSError, UnicodeDecodeError) as exc:
         raise UsageError(f"cannot read kubeconfig {path} ({type(exc).__name__}): check the path") from None
-    except yaml.YAMLError:
+    except bounded.LimitExceeded:
+        raise
+    except UsageError:
         raise UsageError(f"kubeconfig {path} is not valid YAML: fix or regenerate it") from None
+    doc = docs[0][1] if docs else None
     if doc is None:
         return {}
     if not isinstance(doc, dict):

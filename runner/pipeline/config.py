@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from lockgate import located, model, registry
+from lockgate.artifact.limits import Limits
 from lockgate.errors import LockgateError, UsageError
 from lockgate.model import parse_duration
 from lockgate.redact import scrub
@@ -101,6 +102,8 @@ def sync_options(
     max_prune_share: float = prune_plan.DEFAULT_MAX_SHARE,
     concurrency: int = 8,
     decryption_secret: str | None = None,
+    limits: Limits | None = None,
+    allow_remote_bases: bool = False,
 ) -> SyncOptions:
     if not 0 < max_prune_share <= 1:
         raise UsageError(f"--max-prune-share {max_prune_share}: expected a share in (0, 1]")
@@ -115,6 +118,8 @@ def sync_options(
             insecure_skip_verify=verify.insecure_skip,
             spelling=spelling,
             warnings=policy_warnings(policy, spelling),
+            limits=limits or Limits(),
+            allow_remote_bases=allow_remote_bases,
         ),
         namespace=namespace,
         target_namespace=target_namespace,
@@ -335,6 +340,8 @@ def _options(sync: _Sync, runner: RunnerSettings, *, dry_run: bool) -> SyncOptio
             verify_secret_ref=verify.secret_ref,
             attestations=attestations,
             warnings=warnings + warned,
+            limits=Limits(max_total_bytes=spec.max_size, max_files=spec.max_files, max_ratio=spec.max_ratio),
+            allow_remote_bases=runner.allow_remote_bases,
         ),
         namespace=spec.namespace or runner.namespace,
         target_namespace=spec.target_namespace,

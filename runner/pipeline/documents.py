@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, ClassVar, Literal
 
+from lockgate.artifact.limits import Limits
 from lockgate.model import attr
 from lockgate.signing import github
 from runner.plan import prune_plan
@@ -276,6 +277,25 @@ class SyncSpec:
         "semver", "Pick the highest tag in this semver range (Flux OCIRepository rules)."
     )
     path: str | None = attr("path", "The directory of the artifact to apply (default: its root).")
+    max_size: int = attr(
+        "maxSize",
+        "The largest artifact to extract, in bytes of files (as lockgate pull --max-size).",
+        default=Limits.max_total_bytes,
+        minimum=1,
+    )
+    max_files: int = attr(
+        "maxFiles",
+        "The most entries (files and directories) to extract (as lockgate pull --max-files).",
+        default=Limits.max_files,
+        minimum=1,
+    )
+    max_ratio: float = attr(
+        "maxRatio",
+        "The highest compression ratio to extract (a decompression bomb above; as lockgate pull "
+        "--max-ratio).",
+        default=Limits.max_ratio,
+        exclusive_minimum=0,
+    )
     namespace: str | None = attr(
         "namespace",
         "The runner namespace: where the inventory Secret, Events, Lease and referenced Secrets live "
@@ -447,6 +467,13 @@ class RunnerSettings:
         "A sync may only reference objects of its own namespace (Flux's --no-cross-namespace-refs): "
         "its Secret and ConfigMap references are always there (they take a name, never a namespace), "
         "and a dependsOn naming a sync of another namespace is refused when the file is loaded.",
+        default=False,
+    )
+    allow_remote_bases: bool = attr(
+        "allowRemoteBases",
+        "Let an artifact's kustomization fetch remote resources, components and bases (URLs, Git "
+        "repositories). Off: kustomizations may only read the artifact's files, and a remote "
+        "reference fails the pass naming the file and the URL (as Flux's --no-remote-bases).",
         default=False,
     )
     lease_duration: float = attr(

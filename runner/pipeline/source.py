@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 
 from lockgate import manifests, registry, render, semver
 from lockgate.artifact import pull
+from lockgate.artifact.limits import Limits
 from lockgate.artifact.manifest import NotFluxArtifact
 from lockgate.errors import RenderError, ResolveError, UsageError, VerificationError
 from lockgate.manifests import K8sObject
@@ -87,6 +88,10 @@ class SourceSpec:
     #: what loading the policies found worth saying (an unpinned GitHub workflow identity);
     #: ``reconcile`` prints them to stderr, ``serve`` logs them
     warnings: tuple[str, ...] = ()
+    #: the extraction bounds, as ``lockgate pull``'s (``--max-size``, ``--max-files``, ``--max-ratio``)
+    limits: Limits = field(default_factory=Limits)
+    #: let a kustomization in the artifact fetch remote resources (the Runner's ``allowRemoteBases``)
+    allow_remote_bases: bool = False
 
     @property
     def needs_secrets(self) -> bool:
@@ -227,8 +232,9 @@ def _pin(
 KUSTOMIZE_ORIGIN = "kustomize build "
 
 
-def render_objects(root: Path, path: str | None) -> list[K8sObject]:
-    """The objects under ``root/path``: ``kustomize build`` when it holds a kustomization."""
+def render_objects(root: Path, path: str | None, *, allow_remote_bases: bool = False) -> list[K8sObject]:
+    """The objects under ``root/path``: ``kustomize build`` when it holds a kustomization, which
+    may only read files of the artifact unless ``allow_remote_bases``."""
     base = root.resolve()
     directory = (base / path).resolve() if path else base
     if not directory.is_relative_to(base):
@@ -243,7 +249,9 @@ def render_objects(root: Path, path: str | None) -> list[K8sObject]:
         )
     if kind == "kustomize":
         shown = path or "."
-        text = render.kustomize_build(directory, purpose=_PURPOSE, shown=shown)
+        text = render.kustomize_build(
+            directory, purpose=_PURPOSE, shown=shown, root=base, allow_remote=allow_remote_bases
+        )
         objects = manifests.load_text(text, f"{KUSTOMIZE_ORIGIN}{shown}")
     else:
         objects = manifests.load([directory], relative_to=base)
@@ -293,7 +301,7 @@ def fetch(
         digest, signer = _pin(spec, ref, client, policy)
     with tempfile.TemporaryDirectory(prefix="lockgate-reconcile-") as tmp:
         try:
-            pulled = pull.pull(client, ref, Path(tmp) / "artifact", digest=digest)
+            pulled = pull.pull(client, ref, Path(tmp) / "artifact", digest=digest, limits=spec.limits)
         except NotFluxArtifact as exc:
             # reconcile has no --media-type: say how to publish what it can apply
             raise ResolveError(
@@ -301,7 +309,9 @@ def fetch(
                 "not a Flux artifact; publish the manifests with `lockgate push` (or `flux push "
                 "artifact`) and reconcile that"
             ) from None
-        objects = render_objects(Path(tmp) / "artifact", spec.path)
+        objects = render_objects(
+            Path(tmp) / "artifact", spec.path, allow_remote_bases=spec.allow_remote_bases
+        )
     revision = _revision(ref, digest)
     return Fetched(
         reference=ref,

@@ -15,9 +15,11 @@ from __future__ import annotations
 import base64
 import gzip
 import json
+import zlib
 from dataclasses import dataclass, field
 from typing import Any
 
+from lockgate import bounded
 from lockgate.errors import ApplyError
 from lockgate.manifests import ObjectKey
 from runner.plan import applyset
@@ -133,13 +135,27 @@ class Inventory:
         }
 
 
+#: the largest inventory read back (JSON, uncompressed): a Secret in the runner namespace is
+#: input like any other, and a gzip bomb in it must not take the runner down
+MAX_BYTES = bounded.DEFAULT.max_bytes
+
+
+def _inflate(data: bytes) -> bytes:
+    """``gzip.decompress`` that stops past ``MAX_BYTES``."""
+    inflater = zlib.decompressobj(16 + zlib.MAX_WBITS)
+    raw = inflater.decompress(data, MAX_BYTES + 1)
+    if len(raw) > MAX_BYTES:
+        raise ValueError(f"more than {MAX_BYTES:,} bytes once decompressed")
+    return raw
+
+
 def _decode(secret: dict[str, Any], where: str) -> dict[str, Any]:
     data = (secret.get("data") or {}).get(DATA_KEY)
     if not data:
         return {}
     try:
-        value = json.loads(gzip.decompress(base64.b64decode(data)))
-    except (ValueError, OSError) as exc:
+        value = bounded.json_value(_inflate(base64.b64decode(data)), where, max_bytes=MAX_BYTES)
+    except (ValueError, OSError, zlib.error, bounded.LimitExceeded) as exc:
         raise ApplyError(
             f"{where}: the inventory is unreadable ({exc}); delete the Secret to start over"
         ) from None

@@ -19,11 +19,14 @@ order of the checks keeps strangers from learning anything: no token configured 
 shorter than 16 bytes 503 (closed: an HMAC with an empty key lets anyone in), then the
 body limit (413, from ``Content-Length`` before reading, else while the body streams in),
 then authentication (401, nothing triggered), and only then whether the sync exists (404)
-and whether it is suspended (409, nothing triggered). GitHub's ``ping`` answers 200 without
-a pass; ``push``, ``package`` and ``registry_package`` trigger one; other GitHub events
-answer 200 and say they were ignored. Coalescing bursts into one pass is the scheduler's
-business (``Endpoints.trigger``). Each answer that is not a trigger is one log event with
-its fields.
+and whether it is suspended (409, nothing triggered). A body sent as JSON
+(``Content-Type: application/json``) is then parsed within the parsing bounds
+(``lockgate.bounded``): malformed or over a bound answers 400 and triggers nothing, and a
+GitHub push names its ref and commit in the pass's reason. GitHub's ``ping`` answers 200
+without a pass; ``push``, ``package`` and ``registry_package`` trigger one; other GitHub
+events answer 200 and say they were ignored. Coalescing bursts into one pass is the
+scheduler's business (``Endpoints.trigger``). Each answer that is not a trigger is one log
+event with its fields.
 """
 
 from __future__ import annotations
@@ -36,7 +39,7 @@ import socket
 import threading
 import time
 from collections.abc import Mapping
-from typing import Protocol
+from typing import Any, Protocol
 
 import uvicorn
 from starlette.applications import Starlette
@@ -45,6 +48,7 @@ from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import Route
 
+from lockgate import bounded
 from lockgate.errors import LockgateError, UsageError
 from runner.pipeline.secretrefs import MIN_TOKEN_BYTES
 from runner.serve import listener
@@ -145,6 +149,29 @@ async def _read_body(request: Request, limit: int) -> bytes:
     return b"".join(chunks)
 
 
+def _payload(headers: Mapping[str, str], body: bytes, limit: int) -> Any:
+    """The JSON body, when it is sent as JSON and there is one; else None."""
+    media_type = headers.get("content-type", "").split(";")[0].strip().lower()
+    if not body or not (media_type == "application/json" or media_type.endswith("+json")):
+        return None
+    try:
+        return bounded.json_value(body, "the webhook body", max_bytes=limit)
+    except bounded.LimitExceeded as exc:
+        raise _Refused(400, exc.message) from None
+    except ValueError:
+        raise _Refused(400, "the body is sent as JSON but is not valid JSON; nothing triggered") from None
+
+
+def _pushed(event: str, payload: Any) -> str:
+    """`` refs/heads/main@6d1e2f3a4b5c`` for a GitHub push payload, else nothing."""
+    if event != "push" or not isinstance(payload, dict):
+        return ""
+    ref, after = payload.get("ref"), payload.get("after")
+    if not isinstance(ref, str) or not ref:
+        return ""
+    return f" {ref}" + (f"@{after[:12]}" if isinstance(after, str) and after else "")
+
+
 def _answer(
     sync: str, status: int, *, triggered: bool = False, message: str, close: bool = False
 ) -> Response:
@@ -193,6 +220,10 @@ def hooks_app(endpoints: Endpoints, *, max_body_bytes: int) -> Starlette:
                 message=f"sync {sync} is suspended (spec.suspend in the configuration); nothing triggered",
             )
         event = request.headers.get("x-github-event", "").strip().lower()
+        try:
+            payload = _payload(request.headers, body, max_body_bytes)
+        except _Refused as refused:
+            return _answer(sync, refused.status, message=refused.message)
         if event == "ping":
             return _answer(sync, 200, message="pong: the webhook reaches lockgate; nothing triggered")
         if event and event not in GITHUB_TRIGGERS:
@@ -201,7 +232,7 @@ def hooks_app(endpoints: Endpoints, *, max_body_bytes: int) -> Starlette:
                 200,
                 message=f"GitHub event {event!r} ignored: only push, package and registry_package trigger",
             )
-        reason = f"webhook: GitHub {event}" if event else f"webhook ({scheme})"
+        reason = f"webhook: GitHub {event}{_pushed(event, payload)}" if event else f"webhook ({scheme})"
         if not await run_in_threadpool(endpoints.trigger, sync, reason):
             return _answer(sync, 404, message=f"no sync named {sync!r}")
         log.info("webhook triggered a pass", extra={"sync": sync, "reason": reason, "client": client})

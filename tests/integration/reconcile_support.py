@@ -34,6 +34,12 @@ def push_tree(reg: Registry, repo: str, files: dict[str, str], tag: str = "lates
         for name, text in files.items():
             (root / name).parent.mkdir(parents=True, exist_ok=True)
             (root / name).write_text(text)
+        return push_directory(reg, repo, root, tag)
+
+
+def push_directory(reg: Registry, repo: str, root: Path, tag: str = "latest") -> str:
+    """Pack ``root`` as it is (no checks: as another tool would) and push it; returns the URL with digest."""
+    with tempfile.TemporaryDirectory() as tmp:
         layer = pack.pack(root, Path(tmp) / "layer.tgz")
         built = manifest.build(
             layer.digest, layer.size, {"org.opencontainers.image.revision": f"{tag}@sha1:0"}

@@ -191,10 +191,12 @@ def start_serve(
     wait_ready: bool = True,
     ports: tuple[int, int] | None = None,
     log_format: str = "json",
+    preexec_fn: Callable[[], None] | None = None,
 ) -> Served:
     """Write the config (unless ``config`` is given and exists) and start serve on it.
 
     With ``ports`` the given ``config`` is used as it is: its Runner document has those ports.
+    ``preexec_fn`` runs in the child before serve starts (e.g. to cap its memory).
     """
     directory.mkdir(parents=True, exist_ok=True)
     metrics_port, webhook_port = ports or (free_port(), free_port())
@@ -227,6 +229,7 @@ def start_serve(
             stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL,
             env=env,
+            preexec_fn=preexec_fn,
         )
     finally:
         out.close()

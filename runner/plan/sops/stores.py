@@ -18,6 +18,8 @@ from typing import Any
 
 import yaml
 
+from lockgate import bounded
+from lockgate.errors import RenderError
 from runner.plan.sops import cipher
 from runner.plan.sops.tree import METADATA_KEY, SopsError
 
@@ -131,9 +133,11 @@ def _ini(text: str) -> tuple[list[Any], Any]:
 
 def _json(text: str) -> tuple[list[Any], Any]:
     try:
-        doc = json.loads(text)
+        doc = bounded.json_value(text, "", max_bytes=bounded.DEFAULT.max_bytes)
     except json.JSONDecodeError as exc:
         raise SopsError(f"is not valid JSON (line {exc.lineno})") from None
+    except bounded.LimitExceeded as exc:
+        raise SopsError(exc.message) from None
     if not isinstance(doc, dict):
         raise SopsError("is not a JSON object")
     return [doc], doc.pop(METADATA_KEY, None)
@@ -141,8 +145,10 @@ def _json(text: str) -> tuple[list[Any], Any]:
 
 def _yaml(text: str) -> tuple[list[Any], Any]:
     try:
-        docs = [d for d in yaml.safe_load_all(text) if d is not None]
-    except yaml.YAMLError:
+        docs = [d for _, d in bounded.yaml_documents(text, "") if d is not None]
+    except bounded.LimitExceeded as exc:
+        raise SopsError(exc.message) from None
+    except RenderError:
         raise SopsError("is not valid YAML") from None
     if not docs or not all(isinstance(d, dict) for d in docs):
         raise SopsError("is not a YAML mapping")

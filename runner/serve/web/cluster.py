@@ -12,7 +12,6 @@ second, so a page polling every two seconds costs one list request per namespace
 from __future__ import annotations
 
 import datetime as dt
-import json
 import logging
 import threading
 import time
@@ -23,6 +22,7 @@ from typing import Any
 from lockgate import registry
 from lockgate.artifact import metadata
 from lockgate.errors import LockgateError
+from lockgate.registry import oci
 from runner.inventory import store
 from runner.kube.client import Kube
 from runner.kube.discovery import EVENT
@@ -105,7 +105,7 @@ class Reader:
             if client is not None:
                 ref = registry.parse(url)
                 manifest = client.get_manifest(ref.repository, digest)
-                annotations = json.loads(manifest.content).get("annotations") or {}
+                annotations = oci.read(manifest.content, f"manifest of {url}").get("annotations") or {}
                 found = Provenance(
                     source=str(annotations.get(metadata.SOURCE, "")),
                     revision=str(annotations.get(metadata.REVISION, "")),

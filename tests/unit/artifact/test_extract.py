@@ -86,7 +86,7 @@ def test_refuses_and_leaves_nothing(tmp_path: Path, member: tuple[tarfile.TarInf
 
 def test_limits_on_count_size_and_ratio(tmp_path: Path) -> None:
     many = _layer(*(_member(f"f{i}.yaml") for i in range(5)))
-    with pytest.raises(extract.LimitExceeded, match=r"f3\.yaml.*more than 3 files") as caught:
+    with pytest.raises(extract.LimitExceeded, match=r"f3\.yaml.*more than 3 entries") as caught:
         extract.extract(many, tmp_path / "a", extract.Limits(max_files=3))
     # a limit is not a verification failure (exit 4): the artifact could not be read within it
     assert caught.value.exit_code == ExitCode.RENDER
@@ -97,6 +97,22 @@ def test_limits_on_count_size_and_ratio(tmp_path: Path) -> None:
     with pytest.raises(extract.LimitExceeded, match=r"bomb\.yaml.*compression ratio above 50:1"):
         extract.extract(bomb, tmp_path / "c", extract.Limits(max_ratio=50, ratio_floor=1 << 20))
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize(
+    "members",
+    [
+        pytest.param([_member(f"d{i}", tarfile.DIRTYPE) for i in range(5)], id="listed-directories"),
+        # one file whose path makes four directories nobody listed
+        pytest.param([_member("a/b/c/d/f.yaml")], id="implied-directories"),
+    ],
+)
+def test_directories_count_as_entries(tmp_path: Path, members: list[tuple[tarfile.TarInfo, bytes]]) -> None:
+    with pytest.raises(extract.LimitExceeded, match=r"more than 3 entries, files and directories \(limit\)"):
+        extract.extract(_layer(*members), tmp_path / "out", extract.Limits(max_files=3))
+    assert list(tmp_path.iterdir()) == []
+    done = extract.extract(_layer(*members), tmp_path / "ok", extract.Limits(max_files=5))
+    assert done.files == sum(1 for info, _ in members if info.isreg())
 
 
 def test_corrupt_layer_is_a_verification_error(tmp_path: Path) -> None:

@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from lockgate.artifact import pack
+from lockgate.artifact import extract, pack
+from lockgate.artifact.limits import Limits
 from lockgate.errors import UsageError
 
 
@@ -136,3 +137,41 @@ def test_fifo_is_refused(tmp_path: Path) -> None:
 def test_missing_path(tmp_path: Path) -> None:
     with pytest.raises(UsageError, match="no such file or directory"):
         pack.collect(tmp_path / "nope")
+
+
+@pytest.mark.parametrize("name", ["back\\slash.yaml", "dir\\name"])
+def test_a_name_every_extractor_refuses_is_refused(tmp_path: Path, name: str) -> None:
+    root = tmp_path / "tree"
+    root.mkdir()
+    (root / "ok.yaml").write_text("a: 1\n")
+    target = root / name
+    if name.endswith(".yaml"):
+        target.write_text("a: 1\n")
+    else:
+        target.mkdir()
+    with pytest.raises(UsageError, match=r"the name holds a backslash or a NUL, and every runner refuses"):
+        pack.collect(root)
+    # ignored (a backslash escapes in .gitignore syntax: match it by a wildcard), it is no concern
+    ignored = pack.PackOptions(ignore_paths=(name.split("\\")[0] + "*",))
+    assert [e.name for e in pack.collect(root, ignored)] == ["ok.yaml"]
+
+
+def test_the_ratio_probe_sees_a_compressible_start_a_whole_layer_hides(tmp_path: Path) -> None:
+    root = tmp_path / "tree"
+    root.mkdir()
+    (root / "a.yaml").write_bytes(b"\0" * (8 << 20))  # compresses about a thousandfold
+    (root / "b.bin").write_bytes(os.urandom(8 << 20))  # does not compress at all
+    layer = pack.pack(root, tmp_path / "plain.tgz")
+    assert (16 << 20) / layer.size < 3  # the whole layer looks harmless
+    limits = Limits(max_ratio=50, ratio_floor=1 << 20)
+    with pytest.raises(
+        pack.RatioTooHigh, match=r"compresses [\d,]+:1, over the 50:1 runners extract"
+    ) as caught:
+        pack.pack(root, tmp_path / "refused.tgz", limits=limits)
+    assert "pass a higher --max-ratio here" in str(caught.value)
+    assert not (tmp_path / "refused.tgz").exists()
+    # and so does the extractor with the same limits
+    with open(layer.path, "rb") as stream, pytest.raises(extract.LimitExceeded, match="compression ratio"):
+        extract.extract(stream, tmp_path / "out", limits)
+    relaxed = pack.pack(root, tmp_path / "relaxed.tgz", limits=Limits(max_ratio=5000, ratio_floor=1 << 20))
+    assert relaxed.digest == layer.digest

@@ -142,3 +142,19 @@ def test_an_inventory_written_before_history_existed_still_reads() -> None:
     read = from_secret(secret, "web", "ns")
     assert (read.digest, read.history, read.rejected, read.handled_request) == ("sha256:a", [], [], "")
     assert not read.request_pending
+
+
+def test_an_inventory_that_is_a_gzip_bomb_is_refused_without_inflating_it() -> None:
+    from lockgate.errors import ApplyError
+    from runner.plan import inventory
+
+    secret = Inventory(name="web", namespace="ns").body()
+    # 65 MiB of spaces in 65 KB: a write to the runner namespace, not an inventory lockgate wrote
+    bomb = gzip.compress(b" " * (inventory.MAX_BYTES + (1 << 20)), compresslevel=9)
+    secret["data"][DATA_KEY] = base64.b64encode(bomb).decode()
+    with pytest.raises(ApplyError, match=r"the inventory is unreadable \(more than 67,108,864 bytes"):
+        from_secret(secret, "web", "ns")
+    deep = gzip.compress(b"[" * 5000 + b"]" * 5000)
+    secret["data"][DATA_KEY] = base64.b64encode(deep).decode()
+    with pytest.raises(ApplyError, match=r"nests deeper than 256 levels .*\(limit: depth\)"):
+        from_secret(secret, "web", "ns")
