@@ -29,6 +29,12 @@ from runner.serve import leases
 from runner.serve import log as log_mod
 from runner.serve.notify import notifier as notify
 
+#: the same words as ``status``, ``sync`` and ``rollback`` (runner.commands.history)
+_KUBECONFIG = click.option(
+    "--kubeconfig", type=click.Path(path_type=Path), help="Kubeconfig (default $KUBECONFIG, in-cluster)."
+)
+_CONTEXT = click.option("--context", help="The kubeconfig context to use (default: the current context).")
+
 
 @click.command("reconcile")
 @click.argument("url", required=False)
@@ -62,15 +68,13 @@ from runner.serve.notify import notifier as notify
     show_default=True,
     help="Concurrent API requests.",
 )
-@click.option(
-    "--kubeconfig", type=click.Path(path_type=Path), help="Kubeconfig (default $KUBECONFIG, in-cluster)."
-)
+@_KUBECONFIG
 @click.option(
     "--decryption-secret",
     help="Decrypt SOPS-encrypted objects with the age keys in this Secret's *.agekey entries "
     "(runner namespace), as Flux's --decryption-secret.",
 )
-@click.option("--context", help="The kubeconfig context to use (default: the current context).")
+@_CONTEXT
 @click.option("--config", "config_path", type=click.Path(path_type=Path), help="A file of Sync documents.")
 @output_option
 def reconcile(
@@ -215,9 +219,8 @@ def _check_flag_combinations(ctx: click.Context, url: str | None, semver: str | 
     type=click.Path(path_type=Path),
     help="A file of Sync documents and at most one Runner document; reloaded when it changes.",
 )
-@click.option(
-    "--kubeconfig", type=click.Path(path_type=Path), help="Kubeconfig (default $KUBECONFIG, in-cluster)."
-)
+@_KUBECONFIG
+@_CONTEXT
 @click.option(
     "--log-format",
     type=click.Choice(["text", "json"]),
@@ -233,6 +236,7 @@ def _check_flag_combinations(ctx: click.Context, url: str | None, semver: str | 
 def serve(
     config_path: Path,
     kubeconfig: Path | None,
+    context: str | None,
     log_format: str | None,
     identity: str | None,
     grace_period: str,
@@ -243,6 +247,7 @@ def serve(
     clean = service.run(
         config_path,
         kubeconfig=kubeconfig,
+        context=context,
         log_format=log_format,
         identity=identity,
         grace=config.parse_duration(grace_period),

@@ -22,6 +22,7 @@ _PATH = click.option(
     default=".",
     type=click.Path(exists=True, file_okay=False, path_type=Path),
     show_default=True,
+    help="The repository checkout holding the ImagePolicy and automation documents.",
 )
 _OUTPUT = output.output_option
 _PAGE = click.option(
@@ -64,7 +65,7 @@ def _scan_table(rows: list[dict[str, Any]]) -> str:
     )
 
 
-@images.command("scan")
+@images.command("scan", short_help="Evaluate every ImagePolicy; nothing is written.")
 @_PATH
 @_OUTPUT
 @_PAGE
@@ -108,7 +109,7 @@ def _update_summary(report: run.UpdateReport, dry_run: bool) -> None:
             click.echo(f"policy {policy['name']}: {policy['error']}", err=True)
 
 
-@images.command("update")
+@images.command("update", short_help="Rewrite the setter markers' values (commit, push, PR).")
 @_PATH
 @_OUTPUT
 @_PAGE

@@ -68,6 +68,7 @@ class Service:
         config_path: Path,
         *,
         kubeconfig: Path | None = None,
+        context: str | None = None,
         identity: str | None = None,
         grace: float = DEFAULT_GRACE,
         leases_enabled: bool = True,
@@ -78,7 +79,7 @@ class Service:
         settings = self.config.runner
         self.namespace = pipeline.runner_namespace(settings.namespace)
         passes = settings.concurrency
-        self.kube = Kube.from_kubeconfig(kubeconfig, pool=passes * 8 + 8)
+        self.kube = Kube.from_kubeconfig(kubeconfig, context=context, pool=passes * 8 + 8)
         self.metrics = Metrics()
         self.health = Health()
         self.identity = identity or leases.default_identity()
@@ -476,6 +477,7 @@ def run(
     config_path: Path,
     *,
     kubeconfig: Path | None = None,
+    context: str | None = None,
     log_format: str | None = None,
     identity: str | None = None,
     grace: float = DEFAULT_GRACE,
@@ -487,7 +489,7 @@ def run(
     log_mod.configure(log_format or "text")
     # Flux's controllers expose no *_created series; dashboards built for them expect none
     prometheus_client.disable_created_metrics()  # type: ignore[no-untyped-call]
-    service = Service(config_path, kubeconfig=kubeconfig, identity=identity, grace=grace)
+    service = Service(config_path, kubeconfig=kubeconfig, context=context, identity=identity, grace=grace)
     if log_format is None and service.config.runner.log_format != "text":
         log_mod.configure(service.config.runner.log_format)
 

@@ -34,10 +34,10 @@ def test_pull_by_tag_and_digest_round_trips(
 ) -> None:
     reg: Registry = request.getfixturevalue(which)
     ref, digest = _pushed(reg, unique, tmp_path)
-    by_tag = lockgate("pull", str(ref), "-o", str(tmp_path / "a"), "--output", "json", *creds_flag(reg))
+    by_tag = lockgate("pull", str(ref), "-O", str(tmp_path / "a"), "--output", "json", *creds_flag(reg))
     assert by_tag.code == 0, by_tag.err
     assert json.loads(by_tag.out)["digest"] == digest
-    by_digest = lockgate("pull", reg.oci(unique, f"@{digest}"), "-o", str(tmp_path / "b"), *creds_flag(reg))
+    by_digest = lockgate("pull", reg.oci(unique, f"@{digest}"), "-O", str(tmp_path / "b"), *creds_flag(reg))
     assert by_digest.code == 0, by_digest.err
     for out in ("a", "b"):
         assert (tmp_path / out / "ns.yaml").read_text() == (tmp_path / "src" / "ns.yaml").read_text()
@@ -46,7 +46,7 @@ def test_pull_by_tag_and_digest_round_trips(
 
 def test_tag_not_found(registry: Registry, unique: str, tmp_path: Path) -> None:
     _pushed(registry, unique, tmp_path)
-    run = lockgate("pull", registry.oci(unique, ":nope"), "-o", str(tmp_path / "out"))
+    run = lockgate("pull", registry.oci(unique, ":nope"), "-O", str(tmp_path / "out"))
     assert run.code == 7 and f"{registry.oci(unique, ':nope')} not found" in run.err
     assert not (tmp_path / "out").exists()
 
