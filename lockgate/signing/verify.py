@@ -63,9 +63,7 @@ def verify(
         # still refused, but with the cause's exit code: an unreachable registry is exit 9 in
         # every command, and only a signature that fails its check is 4
         cause = AuthError if isinstance(exc, AuthError) else RegistryError
-        raise cause(
-            f"cannot verify {ref}: {exc.message}; refusing it (verification fails closed)"
-        ) from exc
+        raise cause(f"cannot verify {ref}: {exc.message}; refusing it (verification fails closed)") from exc
 
 
 def trust_root_verifier(policy: KeylessPolicy) -> Verifier:
