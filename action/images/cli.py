@@ -107,6 +107,21 @@ def _update_summary(report: run.UpdateReport, dry_run: bool) -> None:
     for policy in report.scan.to_json():
         if policy["error"]:
             click.echo(f"policy {policy['name']}: {policy['error']}", err=True)
+    total = _update_total(report, dry_run)
+    if total:
+        click.echo(total)
+
+
+def _update_total(report: run.UpdateReport, dry_run: bool) -> str:
+    """The run's last line: what changed, what would change (--dry-run), or that nothing did."""
+    rows = report.to_json()["automations"]
+    values = sum(len(row["changes"]) for row in rows)
+    files = len({change["file"] for row in rows for change in row["changes"]})
+    if not values:
+        # after a failure the error says what happened; "nothing to update" would mislead
+        return "" if report.failure() else "nothing to update: every marked value is its policy's latest"
+    counted = f"{values} value(s) in {files} file(s)"
+    return f"{counted} would change; nothing was written (--dry-run)" if dry_run else f"{counted} changed"
 
 
 @images.command("update", short_help="Rewrite the setter markers' values (commit, push, PR).")
@@ -163,7 +178,7 @@ def update_command(
         click.echo(json.dumps(report.to_json(), indent=2))
     else:
         _update_summary(report, dry_run)
-    failure = report.failure(strict=strict)
+    failure = report.failure(strict=strict, dry_run=dry_run)
     if failure is not None:
         failure.json_reported = output == "json"
         raise failure
