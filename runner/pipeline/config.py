@@ -315,7 +315,8 @@ def _policy(sync: _Sync, messages: list[str]) -> Policy | None:
     try:
         policy = build_policy(options, source.FIELDS)
     except UsageError as exc:
-        messages.append(f"{sync.where(('spec', 'verify'))}: {exc.message}")
+        named = exc.message if exc.message.startswith("spec.verify") else f"spec.verify: {exc.message}"
+        messages.append(f"{sync.where(('spec', 'verify'))}: {named}")
         return None
     if policy is None and not options.insecure_skip:
         messages.append(
