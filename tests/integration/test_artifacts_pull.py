@@ -44,6 +44,27 @@ def test_pull_by_tag_and_digest_round_trips(
         assert (tmp_path / out / "apps" / "web.yaml").is_file()
 
 
+def test_dash_o_is_the_output_format_in_pull_and_build_too(
+    registry: Registry, unique: str, tmp_path: Path
+) -> None:
+    """``-o json`` prints JSON in pull and build as in every command; what they write is ``-O``."""
+    ref, digest = _pushed(registry, unique, tmp_path)
+    pulled = lockgate("pull", str(ref), "-O", str(tmp_path / "out"), "-o", "json", cwd=tmp_path)
+    assert pulled.code == 0, pulled.err
+    assert json.loads(pulled.out)["digest"] == digest and (tmp_path / "out" / "ns.yaml").is_file()
+    built = lockgate("build", str(tmp_path / "src"), "-O", str(tmp_path / "layer.tgz"), "-o", "json")
+    assert built.code == 0, built.err
+    assert json.loads(built.out)["output"] == str(tmp_path / "layer.tgz")
+    for argv in (
+        ["pull", str(ref), "-o", "json"],
+        ["pull", str(ref), "-O", "json"],
+        ["build", "src", "-O", "json"],
+    ):
+        refused = lockgate(*argv, cwd=tmp_path)
+        assert refused.code == 2, (argv, refused.err)
+    assert not (tmp_path / "json").exists()
+
+
 def test_tag_not_found(registry: Registry, unique: str, tmp_path: Path) -> None:
     _pushed(registry, unique, tmp_path)
     run = lockgate("pull", registry.oci(unique, ":nope"), "-O", str(tmp_path / "out"))
