@@ -4,7 +4,9 @@ A Sync document (``apiVersion: lockgate.dev/v1alpha1``, ``kind: Sync``) holds th
 settings and the schedule, in camelCase under ``spec``; ``metadata.name`` is the sync's name.
 The kinds are declared in ``runner.pipeline.documents`` and decoded by ``lockgate.model``, so
 every error names file:line, the document (``Sync/web``) and the field; the checks across
-documents (unique names, ``dependsOn`` targets and cycles, one Runner) are here. Both routes
+documents (unique names, ``dependsOn`` targets and cycles, one Runner) and each Sync's own
+(its URL, semver range, verification policy, attestations, providers) are here, and a file's
+problems are reported all at once, whichever check found them. Both routes
 produce ``reconcile.SyncOptions``, so the CLI stays one library call per sync; the
 verification options become a policy through the shared ``lockgate.signing.options``.
 """
