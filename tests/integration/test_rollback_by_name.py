@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from runner.pipeline import installed
 from tests.integration.history_support import lockgate
 from tests.integration.reconcile_support import configmap, dump, get, namespace, push_tree
 from tests.integration.test_deploy import apply, build, relocate, with_config
@@ -86,3 +87,19 @@ def test_rollback_finds_the_runners_configuration_and_takes_the_short_digest(
     assert nowhere.code == 2 and "pass --config FILE" in nowhere.err, nowhere.err
     both = lockgate(cluster, "rollback", unique, "-n", runner, "--config", str(local))
     assert both.code == 2 and "drop one of them" in both.err, both.err
+
+
+def test_both_install_bases_are_found_by_their_config_mount(tmp_path: Path) -> None:
+    """The Deployment (deploy/runner) and the CronJob (deploy/cronjob) as shipped: each runs
+    lockgate with --config in the ConfigMap the generator made."""
+    for base in ("runner", "cronjob"):
+        docs = build(with_config(tmp_path, base, "{}\n"))
+        (configmap_name,) = [d["metadata"]["name"] for d in docs if d["kind"] == "ConfigMap"]
+        found = [
+            m
+            for kind, pod_path in ((k, p) for _, k, p in installed.WORKLOADS)
+            for d in docs
+            if d["kind"] == kind
+            for m in installed.mounted(kind, d, pod_path)
+        ]
+        assert [(m.configmap, m.key) for m in found] == [(configmap_name, "config.yaml")], (base, found)
