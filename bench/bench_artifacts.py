@@ -113,7 +113,7 @@ def collect(registry_host: str, workdir: Path) -> list[BenchResult]:
         head = timed([*lockgate, "list", f"oci://{registry_host}/{repo}/lockgate"])
         out_ours, out_flux = workdir / f"pull-ours{index}", workdir / f"pull-flux{index}"
         pull_ours = timed(
-            [*lockgate, "pull", f"oci://{registry_host}/{repo}/lockgate:v1", "-o", str(out_ours)]
+            [*lockgate, "pull", f"oci://{registry_host}/{repo}/lockgate:v1", "-O", str(out_ours)]
         )
         out_flux.mkdir()
         pull_flux = timed(

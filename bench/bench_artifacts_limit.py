@@ -32,7 +32,7 @@ def collect(workdir: Path) -> list[BenchResult]:
 
     tree = make_tree(workdir / "tree", 10_000, 50 << 20)
     layer = workdir / "layer.tgz"
-    build = [sys.executable, "-m", "lockgate", "build", str(tree), "-o", str(layer)]
+    build = [sys.executable, "-m", "lockgate", "build", str(tree), "-O", str(layer)]
     run_measured(build)
     tar = workdir / "layer.tar"
     tar.write_bytes(gzip.decompress(layer.read_bytes()))

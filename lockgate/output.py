@@ -1,7 +1,8 @@
 """``-o/--output``: the one output option every command takes, and JSON errors.
 
 ``table`` (alias ``text``, which older releases printed for some commands) or ``json``,
-the same spelling everywhere; commands compare only with ``"json"``. With ``-o json`` a
+the same spelling everywhere; ``-o`` means ``--output`` in every command (``pull`` and
+``build`` write to ``-O/--out``). Commands compare only with ``"json"``. With ``-o json`` a
 failure is also printed as ``{"error": {"message": ..., "exitCode": N}}`` on stdout, so a
 script reading JSON gets JSON either way (``lockgate.cli.main``).
 """
@@ -16,6 +17,8 @@ import click
 F = TypeVar("F", bound=Callable[..., Any])
 
 ALIASES = {"text": "table"}
+#: what ``--output`` offers; the aliases are accepted but never listed
+SHOWN = ("table", "json")
 
 #: ``-h`` as well as ``--help``: the root's settings, and those of a group that may run on its
 #: own (click keeps a command's help option once made, so a group invoked without the root,
@@ -32,6 +35,9 @@ class OutputFormat(click.Choice[str]):
         super().__init__(["table", "json", "text"])
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        if isinstance(value, str) and value not in self.choices:
+            # click would list every choice, the hidden alias too
+            self.fail(f"{value!r} is not one of {', '.join(repr(c) for c in SHOWN)}.", param, ctx)
         chosen = super().convert(value, param, ctx)
         return ALIASES.get(chosen, chosen)
 
@@ -41,26 +47,38 @@ class OutputFormat(click.Choice[str]):
 
 def output_option(func: F) -> F:
     """``-o, --output [table|json]`` (default table), passed as ``output``."""
-    return click.option("--output", "-o", "output", type=OutputFormat(), default="table", show_default=True)(
-        func
-    )
+    return click.option(
+        "--output",
+        "-o",
+        "output",
+        type=OutputFormat(),
+        default="table",
+        show_default=True,
+        help='Print the result as a table or as JSON (a failure too, as {"error": ...}).',
+    )(func)
 
 
-def long_output_option(func: F) -> F:
-    """``--output [table|json]`` without ``-o``: for ``pull``, where ``-o`` is the directory to
-    create, as in ``flux pull artifact -o DIR``."""
-    option = click.option("--output", "output", type=OutputFormat(), default="table", show_default=True)
-    return option(func)
+class OutPath(click.Path):
+    """The path ``pull`` and ``build`` write (``-O/--out``); a format name is refused, since it
+    is almost surely ``-o json`` (``--output``) typed as ``-O``."""
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        if isinstance(value, str) and value in (*SHOWN, *ALIASES):
+            self.fail(
+                f"{value!r} looks like an output format, not a path: for the format use -o/--output "
+                f"{value}; for a path named so write ./{value}",
+                param,
+                ctx,
+            )
+        return super().convert(value, param, ctx)
 
 
 def wants_json(argv: Sequence[str]) -> bool:
     """Whether the command line asks for JSON output (``-o json``, ``--output=json``...)."""
-    # pull and build take -o for the path they write (as flux pull artifact -o DIR)
-    short = ("-o", "--output") if not argv or argv[0] not in ("pull", "build") else ("--output",)
     for index, arg in enumerate(argv):
-        if arg in short and index + 1 < len(argv) and argv[index + 1] == "json":
+        if arg in ("-o", "--output") and index + 1 < len(argv) and argv[index + 1] == "json":
             return True
-        if arg == "--output=json" or (arg == "-ojson" and "-o" in short):
+        if arg in ("--output=json", "-ojson"):
             return True
     return False
 

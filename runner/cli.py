@@ -32,6 +32,12 @@ from runner.serve import leases
 from runner.serve import log as log_mod
 from runner.serve.notify import notifier as notify
 
+#: the same words as ``status``, ``sync`` and ``rollback`` (runner.commands.history)
+_KUBECONFIG = click.option(
+    "--kubeconfig", type=click.Path(path_type=Path), help="Kubeconfig (default $KUBECONFIG, in-cluster)."
+)
+_CONTEXT = click.option("--context", help="The kubeconfig context to use (default: the current context).")
+
 
 @click.command("reconcile")
 @click.argument("url", required=False)
@@ -70,9 +76,7 @@ from runner.serve.notify import notifier as notify
     show_default=True,
     help="Concurrent API requests.",
 )
-@click.option(
-    "--kubeconfig", type=click.Path(path_type=Path), help="Kubeconfig (default $KUBECONFIG, in-cluster)."
-)
+@_KUBECONFIG
 @click.option(
     "--decryption-secret",
     help="Decrypt SOPS-encrypted objects with the age keys in this Secret's *.agekey entries "
@@ -104,7 +108,7 @@ from runner.serve.notify import notifier as notify
     is_flag=True,
     help="Let the artifact's kustomization fetch remote resources (refused by default).",
 )
-@click.option("--context", help="The kubeconfig context to use (default: the current context).")
+@_CONTEXT
 @click.option("--config", "config_path", type=click.Path(path_type=Path), help="A file of Sync documents.")
 @output_option
 def reconcile(
@@ -269,9 +273,8 @@ def _check_flag_combinations(ctx: click.Context, url: str | None, semver: str | 
     type=click.Path(path_type=Path),
     help="A file of Sync documents and at most one Runner document; reloaded when it changes.",
 )
-@click.option(
-    "--kubeconfig", type=click.Path(path_type=Path), help="Kubeconfig (default $KUBECONFIG, in-cluster)."
-)
+@_KUBECONFIG
+@_CONTEXT
 @click.option(
     "--log-format",
     type=click.Choice(["text", "json"]),
@@ -287,6 +290,7 @@ def _check_flag_combinations(ctx: click.Context, url: str | None, semver: str | 
 def serve(
     config_path: Path,
     kubeconfig: Path | None,
+    context: str | None,
     log_format: str | None,
     identity: str | None,
     grace_period: str,
@@ -297,6 +301,7 @@ def serve(
     clean = service.run(
         config_path,
         kubeconfig=kubeconfig,
+        context=context,
         log_format=log_format,
         identity=identity,
         grace=config.parse_duration(grace_period),

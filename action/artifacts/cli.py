@@ -104,10 +104,17 @@ _client = cliopts.client_for
 
 @click.command("build")
 @click.argument("path")
-@click.option("--out", "-o", "out", type=click.Path(path_type=Path), help="Write the layer here.")
+@click.option(
+    "--out",
+    "-O",
+    "out",
+    type=output.OutPath(path_type=Path),
+    help="Write the layer (tar+gzip) to this file (default: nowhere, only its digest is printed).",
+)
 @_build_options
+@_output
 @_quiet
-def build(path: str, out: Path | None, quiet: bool, **flags: Any) -> None:
+def build(path: str, out: Path | None, output: str, quiet: bool, **flags: Any) -> None:
     """Pack PATH (a directory, a file or - for stdin) into a reproducible tar+gzip layer."""
     from action.artifacts import push as push_mod
     from lockgate import paths, progress
@@ -119,11 +126,16 @@ def build(path: str, out: Path | None, quiet: bool, **flags: Any) -> None:
         dest = out or Path(tmp) / "artifact.tgz"
         layer = push_mod.build_layer(path, dest, options)
     files = sum(1 for e in layer.entries if not e.is_dir)
+    if output == "json":
+        _emit(
+            {"digest": layer.digest, "size": layer.size, "files": files, "output": str(out) if out else None}
+        )
+        return
     click.echo(f"{layer.digest} {files} files, {layer.size} bytes" + (f" -> {out}" if out else ""))
 
 
 @click.command("push")
-@click.argument("args", nargs=-1, required=True)
+@click.argument("args", nargs=-1, metavar="PATH oci://REGISTRY/REPO:TAG")
 @click.option(
     "--each", "each", metavar="GLOB", help="Push one artifact per matching directory; {name} in the target."
 )
@@ -132,7 +144,14 @@ def build(path: str, out: Path | None, quiet: bool, **flags: Any) -> None:
 @click.option(
     "--created", help="'now', epoch seconds or RFC 3339 (default: SOURCE_DATE_EPOCH or commit time)."
 )
-@click.option("-a", "--annotation", "annotations", multiple=True, metavar="KEY=VALUE")
+@click.option(
+    "-a",
+    "--annotation",
+    "annotations",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="Manifest annotation (repeatable), as flux push artifact --annotations.",
+)
 @click.option("--tag", "tags", multiple=True, help="Also point these tags at the artifact.")
 @click.option(
     "--sign",
@@ -172,6 +191,7 @@ def push(
     **flags: Any,
 ) -> None:
     """Build and push PATH to oci://REGISTRY/REPO:TAG in Flux's artifact format."""
+    _require_push_arguments(args, each)
     from action.artifacts import push as push_mod
     from action.artifacts import signer as signer_mod
     from lockgate import progress
@@ -218,22 +238,63 @@ def push(
             click.echo(r.signed.describe())
 
 
+def _require_push_arguments(args: tuple[str, ...], each: str | None) -> None:
+    """Name what is missing from ``push``'s arguments (click would only say ``ARGS...``)."""
+    from lockgate.errors import UsageError
+
+    if each is not None:
+        if not args:
+            raise UsageError(
+                "push --each needs the target: lockgate push --each 'apps/*' oci://REGISTRY/REPO/{name}:TAG"
+            )
+        return
+    if not args:
+        raise UsageError(
+            "push needs the manifests' PATH and the target oci://REGISTRY/REPO:TAG, e.g. "
+            "lockgate push ./deploy oci://ghcr.io/org/app:v1 (or --each GLOB and a target)"
+        )
+    if len(args) == 1:
+        missing = (
+            "the manifests' PATH before it"
+            if args[0].startswith("oci://")
+            else ("the target oci://REGISTRY/REPO:TAG after it")
+        )
+        raise UsageError(f"push {args[0]}: missing {missing}: lockgate push PATH oci://REGISTRY/REPO:TAG")
+
+
 @click.command("pull")
 @click.argument("reference")
 @click.option(
-    "--out", "-o", "out", type=click.Path(path_type=Path), required=True, help="Directory to create."
+    "--out",
+    "-O",
+    "out",
+    type=output.OutPath(path_type=Path),
+    required=True,
+    help="Directory to create and extract into (it must not exist).",
 )
 @click.option("--media-type", help="Layer media type to extract (default: Flux's, else the first).")
-@click.option("--max-size", type=int, default=limits.Limits.max_total_bytes, show_default=True)
+@click.option(
+    "--max-size",
+    type=int,
+    default=limits.Limits.max_total_bytes,
+    show_default=True,
+    help="Refuse a layer that unpacks to more bytes than this.",
+)
 @click.option(
     "--max-files",
     type=int,
     default=limits.Limits.max_files,
     show_default=True,
-    help="Most entries to extract, files and directories.",
+    help="Refuse a layer with more entries than this, files and directories.",
 )
-@click.option("--max-ratio", type=float, default=limits.Limits.max_ratio, show_default=True)
-@output.long_output_option
+@click.option(
+    "--max-ratio",
+    type=float,
+    default=limits.Limits.max_ratio,
+    show_default=True,
+    help="Refuse a layer that unpacks to more than this many times its compressed size (past 16 MiB).",
+)
+@_output
 @_registry_options
 @_quiet
 def pull(
@@ -327,7 +388,13 @@ def inspect(reference: str, media_type: str | None, output: str, creds: str | No
 @click.command("list")
 @click.argument("reference")
 @click.option("--all", "show_all", is_flag=True, help="Also show .sig/.att/.sbom and sha256-* tags.")
-@click.option("--page-size", type=int, default=1000, show_default=True)
+@click.option(
+    "--page-size",
+    type=int,
+    default=1000,
+    show_default=True,
+    help="Tags per registry page (n=); pages follow Link.",
+)
 @_output
 @_registry_options
 def list_(

@@ -164,10 +164,12 @@ def _policy(inputs: Inputs, workdir: Path, files: dict[Path, str], *, prefix: st
     for name, flag in names.items():
         if inputs.text(name):
             argv += [f"--{prefix}{flag}", inputs.text(name)]
-    if command == "verify" and not argv:
+    if not argv:
+        # named as inputs here: the CLI would name its flags, which the workflow never wrote
         raise UsageError(
             "input `key` (a public key) or `certificate-identity`/`certificate-identity-regexp` "
-            "with `certificate-oidc-issuer` is required by command `verify`"
+            f"with `certificate-oidc-issuer` is required by command `{command}`"
+            + (" (or give `config`)" if command == "reconcile" else "")
         )
     return argv
 

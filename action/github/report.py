@@ -2,7 +2,10 @@
 
 Pure functions over the JSON each command prints (``push``: one result or a list with
 ``--each``; ``sign``/``verify``: the signature; ``diff``: the change set; ``images update``:
-the automations; ``reconcile``: the pass). Outputs are strings, as GitHub keeps them;
+the automations; ``reconcile``: the pass). A failed command prints ``{"error": {"message",
+"exitCode"}}`` instead (``lockgate.output.error_json``), or its rows with the failure among
+them; every function here takes that shape too, so a failed step ends with its ``json``
+output and an annotation, never a traceback. Outputs are strings, as GitHub keeps them;
 ``updated`` and ``json`` are JSON text.
 """
 
@@ -24,12 +27,21 @@ def _bool(value: bool) -> str:
     return "true" if value else "false"
 
 
+def failure(result: Result) -> Mapping[str, Any] | None:
+    """The ``{"message", "exitCode"}`` of a command that failed before it had a result."""
+    if isinstance(result, dict) and set(result) == {"error"} and isinstance(result["error"], dict):
+        return result["error"]
+    return None
+
+
 def outputs(command: str, result: Result) -> dict[str, str]:
     """The step outputs for ``command``'s result; every name of ``OUTPUTS`` is set."""
     out = dict.fromkeys(OUTPUTS, "")
     out["json"] = json.dumps(result, sort_keys=True)
     out["changed"] = "false"
     out["updated"] = "[]"
+    if failure(result) is not None:
+        return out
     if command == "push":
         rows = result if isinstance(result, list) else [result]
         first = rows[0] if rows else {}
@@ -116,17 +128,20 @@ def _objects_table(result: Mapping[str, Any]) -> list[str]:
 def summary(command: str, result: Result) -> str:
     """The Job Summary markdown for ``command``'s result."""
     lines = [f"### lockgate {command}", ""]
-    if command == "push":
+    failed = failure(result)
+    if failed is not None:
+        lines += [f"Failed (exit {failed.get('exitCode')}): {failed.get('message')}"]
+    elif command == "push":
         rows = result if isinstance(result, list) else [result]
         lines += _table(
             ("Artifact", "Digest", "Tags", "Status", "Revision", "Signer"),
             [
                 (
-                    row["repository"],
-                    row["digest"],
+                    row.get("repository") or row.get("path"),
+                    row.get("digest"),
                     ", ".join(row.get("tags") or []),
-                    row["status"],
-                    row.get("revision"),
+                    row.get("status"),
+                    row.get("revision") or row.get("error"),
                     (row.get("signed") or {}).get("signer"),
                 )
                 for row in rows
@@ -153,6 +168,8 @@ def summary(command: str, result: Result) -> str:
     elif command == "reconcile":
         for row in result if isinstance(result, list) else [result]:
             lines += [f"**{row.get('name')}** `{row.get('revision') or row.get('digest')}`", ""]
+            if row.get("error"):
+                lines += [f"Failed (exit {row['error'].get('exitCode')}): {row['error'].get('message')}", ""]
             lines += _objects_table(row)
             lines.append("")
     return "\n".join(lines).rstrip() + "\n"

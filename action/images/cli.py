@@ -22,6 +22,7 @@ _PATH = click.option(
     default=".",
     type=click.Path(exists=True, file_okay=False, path_type=Path),
     show_default=True,
+    help="The repository checkout holding the ImagePolicy and automation documents.",
 )
 _OUTPUT = output.output_option
 _PAGE = click.option(
@@ -64,7 +65,7 @@ def _scan_table(rows: list[dict[str, Any]]) -> str:
     )
 
 
-@images.command("scan")
+@images.command("scan", short_help="Evaluate every ImagePolicy; nothing is written.")
 @_PATH
 @_OUTPUT
 @_PAGE
@@ -106,9 +107,24 @@ def _update_summary(report: run.UpdateReport, dry_run: bool) -> None:
     for policy in report.scan.to_json():
         if policy["error"]:
             click.echo(f"policy {policy['name']}: {policy['error']}", err=True)
+    total = _update_total(report, dry_run)
+    if total:
+        click.echo(total)
 
 
-@images.command("update")
+def _update_total(report: run.UpdateReport, dry_run: bool) -> str:
+    """The run's last line: what changed, what would change (--dry-run), or that nothing did."""
+    rows = report.to_json()["automations"]
+    values = sum(len(row["changes"]) for row in rows)
+    files = len({change["file"] for row in rows for change in row["changes"]})
+    if not values:
+        # after a failure the error says what happened; "nothing to update" would mislead
+        return "" if report.failure() else "nothing to update: every marked value is its policy's latest"
+    counted = f"{values} value(s) in {files} file(s)"
+    return f"{counted} would change; nothing was written (--dry-run)" if dry_run else f"{counted} changed"
+
+
+@images.command("update", short_help="Rewrite the setter markers' values (commit, push, PR).")
 @_PATH
 @_OUTPUT
 @_PAGE
@@ -162,7 +178,7 @@ def update_command(
         click.echo(json.dumps(report.to_json(), indent=2))
     else:
         _update_summary(report, dry_run)
-    failure = report.failure(strict=strict)
+    failure = report.failure(strict=strict, dry_run=dry_run)
     if failure is not None:
         failure.json_reported = output == "json"
         raise failure

@@ -141,10 +141,11 @@ class UpdateReport:
     scan: ScanReport
     automations: list[AutomationReport] = field(default_factory=list)
 
-    def failure(self, *, strict: bool = False) -> LockgateError | None:
+    def failure(self, *, strict: bool = False, dry_run: bool = False) -> LockgateError | None:
         """The error to exit with; ``strict`` makes notices (out-of-scope markers) failures."""
         if any(report.blocked for report in self.automations):
-            return PartialError("update: some files were skipped (see above); the others were updated")
+            others = "nothing was written (--dry-run)" if dry_run else "the others were updated"
+            return PartialError(f"update: some files were skipped (see above); {others}")
         failed = self.scan.failure("update")
         if failed is None and strict and any(report.noticed for report in self.automations):
             return PartialError(

@@ -54,11 +54,15 @@ def _signer_options(func: F) -> F:
     "--output-key-prefix", default="cosign", show_default=True, help="Write PREFIX.key and PREFIX.pub."
 )
 @click.option("--force", is_flag=True, help="Overwrite existing key files.")
-def keygen(output_key_prefix: str, force: bool) -> None:
+@cliopts.output_option
+def keygen(output_key_prefix: str, force: bool, output: str) -> None:
     """Create a cosign-compatible key pair (ECDSA P-256, encrypted private key)."""
     from action.signing import commands
 
     private, public = commands.keygen(output_key_prefix, force=force)
+    if output == "json":
+        click.echo(json.dumps({"privateKey": str(private), "publicKey": str(public)}, indent=2))
+        return
     click.echo(f"Private key written to {private}\nPublic key written to {public}", err=True)
 
 

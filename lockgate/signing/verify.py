@@ -4,7 +4,8 @@ The reference is resolved to a manifest digest exactly once; every signature fou
 that digest is checked against the policy, and the first that passes is returned as a
 ``VerifiedArtifact`` (the caller then pulls by that digest, never by tag again). When none
 passes, ``VerificationError`` says why for each. Any failure to talk to the registry or
-to load the trust root is also a ``VerificationError``: verification fails closed.
+to load the trust root refuses the artifact too (verification fails closed); a registry's
+refusal keeps its own class (``RegistryError``, ``AuthError``), so its exit code says why.
 """
 
 from __future__ import annotations
@@ -58,9 +59,10 @@ def verify(
             return _verify_key(client, ref, digest, policy.keys, named=True)
         return _verify_keyless(client, ref, digest, policy, trust_root_verifier(policy))
     except (RegistryError, AuthError) as exc:
-        raise VerificationError(
-            f"cannot verify {ref}: {exc.message}; refusing it (verification fails closed)"
-        ) from exc
+        # still refused, but with the cause's exit code: an unreachable registry is exit 9 in
+        # every command, and only a signature that fails its check is 4
+        cause = AuthError if isinstance(exc, AuthError) else RegistryError
+        raise cause(f"cannot verify {ref}: {exc.message}; refusing it (verification fails closed)") from exc
 
 
 def trust_root_verifier(policy: KeylessPolicy) -> Verifier:

@@ -2,8 +2,9 @@
 
 Thin: ``status`` is ``pipeline.status.read`` rendered as a table or JSON; ``sync`` is
 ``pipeline.status.request`` (the requestedAt annotation that ``serve`` answers); ``rollback``
-loads the sync from the configuration file, for its verification policy and apply
-settings, and is one ``pipeline.rollback.by_hand`` call printed like a pass.
+finds the sync in ``--config``, else in the configuration the runner of the namespace runs
+with (``pipeline.installed``), for its verification policy and apply settings, and is one
+``pipeline.rollback.by_hand`` call (under the sync's Lease) printed like a pass.
 """
 
 from __future__ import annotations
@@ -13,9 +14,8 @@ from pathlib import Path
 
 import click
 
-from lockgate.errors import UsageError
 from lockgate.output import output_option
-from runner.pipeline import config, report, status
+from runner.pipeline import installed, report, status
 from runner.serve import leases
 from runner.serve.web import local
 
@@ -25,6 +25,8 @@ _KUBECONFIG = click.option(
 _NAMESPACE = click.option(
     "--namespace", "-n", help="Runner namespace holding the inventories (default lockgate-system)."
 )
+#: the same words as ``reconcile`` and ``serve`` (runner.cli)
+_CONTEXT = click.option("--context", help="The kubeconfig context to use (default: the current context).")
 _OUTPUT = output_option
 
 
@@ -32,6 +34,7 @@ _OUTPUT = output_option
 @click.argument("name", required=False)
 @_NAMESPACE
 @_KUBECONFIG
+@_CONTEXT
 @_OUTPUT
 @click.option("--web", is_flag=True, help="Serve the status page on loopback instead (Ctrl-C to stop).")
 @click.option(
@@ -45,6 +48,7 @@ def status_(
     name: str | None,
     namespace: str | None,
     kubeconfig: Path | None,
+    context: str | None,
     output: str,
     web: bool,
     address: str,
@@ -56,12 +60,13 @@ def status_(
             name=name,
             namespace=namespace,
             kubeconfig=kubeconfig,
+            context=context,
             address=address,
             open_browser=not no_open,
             announce=click.echo,
         )
         return
-    listing = status.read(namespace=namespace, name=name, kubeconfig=kubeconfig)
+    listing = status.read(namespace=namespace, name=name, kubeconfig=kubeconfig, context=context)
     if output == "json":
         docs = [status.to_json(inv) for inv in listing.inventories]
         click.echo(json.dumps(docs[0] if name else docs, indent=2))
@@ -75,33 +80,56 @@ def status_(
 @click.argument("name")
 @_NAMESPACE
 @_KUBECONFIG
-def sync(name: str, namespace: str | None, kubeconfig: Path | None) -> None:
+@_CONTEXT
+@_OUTPUT
+def sync(name: str, namespace: str | None, kubeconfig: Path | None, context: str | None, output: str) -> None:
     """Ask lockgate serve for a pass now (retrying a digest that was rolled back from)."""
-    at = status.request(name, namespace=namespace, kubeconfig=kubeconfig)
+    at = status.request(name, namespace=namespace, kubeconfig=kubeconfig, context=context)
+    if output == "json":
+        click.echo(json.dumps({"name": name, "requestedAt": at}, indent=2))
+        return
     click.echo(f"sync {name}: requested at {at}; lockgate serve runs it within seconds")
 
 
 @click.command("rollback")
 @click.argument("name")
 @click.option(
+    "--to",
+    "to",
+    help="Digest to roll back to: sha256:<64 hex>, or a unique prefix of one in the history, as "
+    "lockgate status shows it (default: the last healthy one before the current).",
+)
+@click.option(
     "--config",
     "config_path",
     type=click.Path(path_type=Path),
-    required=True,
-    help="The file of Sync documents.",
+    help="The file of Sync documents (default: the one the runner of the namespace runs with, read "
+    "from its ConfigMap).",
 )
-@click.option("--to", "to", help="Digest to roll back to (default: the last healthy one before the current).")
+@click.option(
+    "--namespace",
+    "-n",
+    help="Without --config: the runner namespace whose runner's configuration names the sync "
+    "(default lockgate-system).",
+)
 @_KUBECONFIG
+@_CONTEXT
 @_OUTPUT
-def rollback_(name: str, config_path: Path, to: str | None, kubeconfig: Path | None, output: str) -> None:
+def rollback_(
+    name: str,
+    to: str | None,
+    config_path: Path | None,
+    namespace: str | None,
+    kubeconfig: Path | None,
+    context: str | None,
+    output: str,
+) -> None:
     """Roll a sync back to an earlier digest, verified again and applied with prune."""
-    syncs = {s.name: s for s in config.load(config_path).syncs}
-    if name not in syncs:
-        raise UsageError(
-            f"--config {config_path}: no Sync named {name!r} (found: {', '.join(syncs) or 'none'})"
-        )
-    keeper = leases.LeaseKeeper.from_kubeconfig(kubeconfig)
-    result = leases.rollback(keeper, syncs[name], to=to, kubeconfig=kubeconfig)
+    sync_options, _ = installed.sync_named(
+        name, config_path=config_path, namespace=namespace, kubeconfig=kubeconfig, context=context
+    )
+    keeper = leases.LeaseKeeper.from_kubeconfig(kubeconfig, context=context)
+    result = leases.rollback(keeper, sync_options, to=to, kubeconfig=kubeconfig, context=context)
     click.echo(json.dumps(result.to_json(), indent=2) if output == "json" else report.table(result))
     if result.error is not None:
         result.error.json_reported = output == "json"

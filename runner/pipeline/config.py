@@ -4,7 +4,9 @@ A Sync document (``apiVersion: lockgate.dev/v1alpha1``, ``kind: Sync``) holds th
 settings and the schedule, in camelCase under ``spec``; ``metadata.name`` is the sync's name.
 The kinds are declared in ``runner.pipeline.documents`` and decoded by ``lockgate.model``, so
 every error names file:line, the document (``Sync/web``) and the field; the checks across
-documents (unique names, ``dependsOn`` targets and cycles, one Runner) are here. Both routes
+documents (unique names, ``dependsOn`` targets and cycles, one Runner) and each Sync's own
+(its URL, semver range, verification policy, attestations, providers) are here, and a file's
+problems are reported all at once, whichever check found them. Both routes
 produce ``reconcile.SyncOptions``, so the CLI stays one library call per sync; the
 verification options become a policy through the shared ``lockgate.signing.options``.
 """
@@ -16,8 +18,9 @@ import hashlib
 import json
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from lockgate import located, model, registry
+from lockgate import located, model, registry, semver
 from lockgate.artifact.limits import Limits
 from lockgate.errors import LockgateError, UsageError
 from lockgate.model import parse_duration
@@ -40,6 +43,9 @@ from runner.pipeline.documents import (
 )
 from runner.pipeline.reconcile import RESERVED_PREFIX, ObjectRef, Schedule, SyncOptions, runner_namespace
 from runner.plan import prune_plan
+
+if TYPE_CHECKING:
+    from lockgate.signing.policy import Policy
 
 __all__ = [
     "API_VERSION",
@@ -108,6 +114,8 @@ def sync_options(
     if not 0 < max_prune_share <= 1:
         raise UsageError(f"--max-prune-share {max_prune_share}: expected a share in (0, 1]")
     policy = build_policy(verify, spelling)
+    if policy is None and not verify.insecure_skip:
+        raise UsageError(source.missing_policy(spelling))
     return SyncOptions(
         name=name,
         source=source.SourceSpec(
@@ -303,9 +311,23 @@ def _across(
         )
 
 
-def _options(sync: _Sync, runner: RunnerSettings, *, dry_run: bool) -> SyncOptions:
-    spec: SyncSpec = sync.value.spec
-    verify = spec.verify
+def _check_source(sync: _Sync, messages: list[str]) -> None:
+    """``spec.url`` and ``spec.semver`` as a pass reads them, checked now; each error names its field."""
+    spec = sync.value.spec
+    try:
+        registry.parse(spec.url)
+    except LockgateError as exc:
+        messages.append(f"{sync.where(('spec', 'url'))}: spec.url: {exc.message}")
+    if spec.semver is not None:
+        try:
+            semver.Constraints.parse(spec.semver)
+        except semver.SemverError as exc:
+            messages.append(f"{sync.where(('spec', 'semver'))}: spec.semver: {spec.semver!r}: {exc}")
+
+
+def _policy(sync: _Sync, messages: list[str]) -> Policy | None:
+    """The verification policy of ``spec.verify``; a Sync must name one (or skip verification)."""
+    verify = sync.value.spec.verify
     options = VerifyOptions(
         key=Path(verify.key) if verify.key else None,
         identity=verify.identity,
@@ -316,16 +338,41 @@ def _options(sync: _Sync, runner: RunnerSettings, *, dry_run: bool) -> SyncOptio
         trusted_root=Path(verify.trusted_root) if verify.trusted_root else None,
         insecure_skip=verify.insecure_skip,
     )
-    if verify.secret_ref is not None and (options.key or options.keyless or options.insecure_skip):
-        raise UsageError(
-            f"{sync.where(('spec', 'verify', 'secretRef'))}: spec.verify.secretRef cannot be combined with "
-            "spec.verify.key, the keyless fields or spec.verify.insecureSkip"
-        )
+    if verify.secret_ref is not None:
+        if options.key or options.keyless or options.insecure_skip:
+            messages.append(
+                f"{sync.where(('spec', 'verify', 'secretRef'))}: spec.verify.secretRef cannot be combined "
+                "with spec.verify.key, the keyless fields or spec.verify.insecureSkip"
+            )
+        return None
     try:
-        policy = None if verify.secret_ref else build_policy(options, source.FIELDS)
+        policy = build_policy(options, source.FIELDS)
     except UsageError as exc:
-        raise UsageError(f"{sync.where(('spec', 'verify'))}: {exc.message}") from None
-    attestations, warned = _attestations(sync)
+        named = exc.message if exc.message.startswith("spec.verify") else f"spec.verify: {exc.message}"
+        messages.append(f"{sync.where(('spec', 'verify'))}: {named}")
+        return None
+    if policy is None and not options.insecure_skip:
+        messages.append(
+            f"{sync.where(('spec', 'verify'))}: spec.verify: no verification policy: set spec.verify.key, "
+            "spec.verify.secretRef, or spec.verify.identity (or identityRegexp) and spec.verify.issuer "
+            "(or issuerRegexp); spec.verify.insecureSkip: true applies unsigned artifacts (not recommended)"
+        )
+    return policy
+
+
+def _options(
+    sync: _Sync, runner: RunnerSettings, *, dry_run: bool, messages: list[str]
+) -> SyncOptions | None:
+    """The sync's options; None, with every reason in ``messages``, when its spec is refused."""
+    spec: SyncSpec = sync.value.spec
+    verify = spec.verify
+    found = len(messages)
+    _check_source(sync, messages)
+    policy = _policy(sync, messages)
+    attestations, warned = _attestations(sync, messages)
+    providers = _providers(sync, runner, messages)
+    if len(messages) > found:
+        return None
     warnings = tuple(f"{sync.where(('spec', 'verify'))}: {w}" for w in policy_warnings(policy, source.FIELDS))
     return SyncOptions(
         name=sync.value.metadata.name,
@@ -381,7 +428,7 @@ def _options(sync: _Sync, runner: RunnerSettings, *, dry_run: bool) -> SyncOptio
             provider=spec.decryption.provider,
             check_mac=spec.decryption.check_mac,
         ),
-        notify=_providers(sync, runner),
+        notify=providers,
         attest=None
         if spec.attest is None or spec.attest.secret_ref is None
         else attesting.AttestOptions(
@@ -395,7 +442,9 @@ def _pins(fields: Verify | AttestationRequirement) -> GitHubClaims:
     return GitHubClaims(**{c.attribute: getattr(fields, f"github_{c.attribute}") for c in github.CLAIMS})
 
 
-def _attestations(sync: _Sync) -> tuple[tuple[source.AttestationSpec, ...], tuple[str, ...]]:
+def _attestations(
+    sync: _Sync, messages: list[str]
+) -> tuple[tuple[source.AttestationSpec, ...], tuple[str, ...]]:
     """``spec.verify.attestations``: each names exactly one of key, secretRef and a keyless
     identity; a key file is read now. Also the warnings about the keyless policies."""
     from lockgate.signing import attest
@@ -416,33 +465,35 @@ def _attestations(sync: _Sync) -> tuple[tuple[source.AttestationSpec, ...], tupl
             trusted_root=Path(spec.verify.trusted_root) if spec.verify.trusted_root else None,
         )
         if [item.key is not None, item.secret_ref is not None, keyless.keyless].count(True) != 1:
-            raise UsageError(
+            messages.append(
                 f"{where}: {field} needs exactly one of key, secretRef (the attester's public key) "
                 "and identity/issuer (keyless)"
             )
+            continue
         healthy = item.predicate_type == source.AttestationSpec.predicate_type
         if healthy and not item.cluster:
-            raise UsageError(
+            messages.append(
                 f"{where}: spec.verify.attestations[{number}].cluster is required for health attestations "
                 "(the attesting Runner's clusterName)"
             )
         if not healthy and item.min_age:
-            raise UsageError(
+            messages.append(
                 f"{where}: spec.verify.attestations[{number}].minAge applies to health attestations only"
             )
         policy: attest.AttestationPolicy | None = None
-        if keyless.keyless:
-            spelled = field_spelling(f"{field}.")
-            try:
+        try:
+            if keyless.keyless:
+                spelled = field_spelling(f"{field}.")
                 policy = build_policy(keyless, spelled)
-            except UsageError as exc:
-                raise UsageError(f"{where}: {exc.message}") from None
-            warnings += [f"{where}: {w}" for w in policy_warnings(policy, spelled)]
-        if item.key is not None:
-            try:
-                policy = KeyPolicy.from_file(Path(item.key))
-            except UsageError as exc:
-                raise UsageError(f"{where}: spec.verify.attestations[{number}].key: {exc.message}") from None
+                warnings += [f"{where}: {w}" for w in policy_warnings(policy, spelled)]
+            if item.key is not None:
+                try:
+                    policy = KeyPolicy.from_file(Path(item.key))
+                except UsageError as exc:
+                    raise UsageError(f"spec.verify.attestations[{number}].key: {exc.message}") from None
+        except UsageError as exc:
+            messages.append(f"{where}: {exc.message}")
+            continue
         found.append(
             source.AttestationSpec(
                 cluster=item.cluster,
@@ -455,7 +506,9 @@ def _attestations(sync: _Sync) -> tuple[tuple[source.AttestationSpec, ...], tupl
     return tuple(found), tuple(warnings)
 
 
-def _providers(sync: _Sync, runner: RunnerSettings) -> tuple[notifications.Provider, ...]:
+def _providers(
+    sync: _Sync, runner: RunnerSettings, messages: list[str]
+) -> tuple[notifications.Provider, ...]:
     """The sync's own providers, then the Runner's (their Secrets in the Runner's namespace)."""
     name = sync.value.metadata.name
     own = [
@@ -465,7 +518,10 @@ def _providers(sync: _Sync, runner: RunnerSettings) -> tuple[notifications.Provi
     shared = [(n, runner.namespace, f"Runner: spec.notify[{i}]") for i, n in enumerate(runner.notify)]
     providers = []
     for notify, secret_namespace, where in [*own, *shared]:
-        _check_notify(notify, where)
+        problem = _notify_problem(notify)
+        if problem:
+            messages.append(f"{where}: {problem}")
+            continue
         providers.append(
             notifications.Provider(
                 type=notify.type,
@@ -480,28 +536,30 @@ def _providers(sync: _Sync, runner: RunnerSettings) -> tuple[notifications.Provi
     return tuple(providers)
 
 
-def _check_notify(notify: Notify, where: str) -> None:
+def _notify_problem(notify: Notify) -> str:
     if notify.type == "github" and notify.secret_ref is None:
-        raise UsageError(
-            f"{where}: a github provider needs secretRef, a Secret whose 'token' entry is the token"
-        )
+        return "a github provider needs secretRef, a Secret whose 'token' entry is the token"
     if notify.type != "github" and notify.address is None and notify.secret_ref is None:
-        raise UsageError(
-            f"{where}: a {notify.type} provider needs address, "
-            "or secretRef to a Secret with an 'address' entry"
-        )
+        return f"a {notify.type} provider needs address, or secretRef to a Secret with an 'address' entry"
+    return ""
 
 
 def load(path: Path, *, dry_run: bool = False) -> Config:
     """The Syncs and the Runner settings of ``path``; every problem of the file in one ``UsageError``."""
     try:
         data = path.read_bytes()
-        text = data.decode("utf-8")
     except OSError as exc:
         raise UsageError(f"--config {path}: {exc.strerror}") from None
+    return parse(data, str(path), dry_run=dry_run)
+
+
+def parse(data: bytes, name: str, *, dry_run: bool = False) -> Config:
+    """``load`` of a file's bytes; ``name`` is where they came from, in every error."""
+    try:
+        text = data.decode("utf-8")
     except UnicodeDecodeError:
-        raise UsageError(f"--config {path}: not UTF-8 text") from None
-    docs = located.documents(text, str(path))
+        raise UsageError(f"--config {name}: not UTF-8 text") from None
+    docs = located.documents(text, name)
     messages: list[str] = []
     syncs: list[_Sync] = []
     runners: list[tuple[located.Document, RunnerDocument]] = []
@@ -515,18 +573,13 @@ def load(path: Path, *, dry_run: bool = False) -> Config:
     lockdown = settings if settings is not None and settings.no_cross_namespace_refs else None
     _across(syncs, [doc for doc, _ in runners], messages, complete=not messages, lockdown=lockdown)
     if not messages and not syncs:
-        messages.append(f"{path}: no Sync documents")
-    model.raise_all(messages)
+        messages.append(f"{name}: no Sync documents")
+    # every document's own checks too, so one run lists all of the file's problems
     runner = runners[0][1].spec if runners else RunnerSettings()
-    options = []
-    for sync in syncs:
-        try:
-            options.append(_options(sync, runner, dry_run=dry_run))
-        except UsageError as exc:
-            messages.append(exc.message)
+    options = [_options(sync, runner, dry_run=dry_run, messages=messages) for sync in syncs]
     model.raise_all(messages)
     return Config(
-        syncs=options,
+        syncs=[o for o in options if o is not None],
         runner=runner,
         digest="sha256:" + hashlib.sha256(data).hexdigest(),
         shared_digest=_shared_digest(syncs, [doc for doc, _ in runners]),

@@ -9,7 +9,8 @@ the failed digest as rejected in the same inventory write that records the rollb
 passes skip a rejected digest until a person asks (``lockgate sync`` sets requestedAt;
 ``lockgate rollback``), so a bad digest is never applied in a loop. A failed rollback is
 reported and not retried by another rollback. ``lockgate rollback NAME [--to DIGEST]`` is
-the same second pass, started by a person.
+the same second pass, started by a person; ``--to`` may be a unique prefix of a digest of the
+history, as ``lockgate status`` shows it.
 """
 
 from __future__ import annotations
@@ -125,11 +126,37 @@ def after_failure(
     )
 
 
+def _known_digest(inventory: Inventory, to: str) -> str:
+    """The digest ``--to`` names: a whole one, or a unique prefix of one in the history or the
+    current digest, as ``lockgate status`` shows it (``sha256:0123456789ab``, ``v1@sha256:...``)."""
+    if reference.DIGEST_PATTERN.match(to):
+        return to
+    hex_part = to.rpartition("@")[2].removeprefix("sha256:")
+    if len(hex_part) < 7 or any(c not in "0123456789abcdef" for c in hex_part):
+        raise UsageError(
+            f"--to {to!r}: expected a digest, sha256:<64 hex>, or a unique prefix of one in the "
+            "history (at least 7 hex digits, as lockgate status shows them)"
+        )
+    known = dict.fromkeys(
+        d for d in (inventory.digest, *(e.digest for e in inventory.history)) if d.startswith("sha256:")
+    )
+    matching = [d for d in known if d.removeprefix("sha256:").startswith(hex_part)]
+    if len(matching) == 1:
+        return matching[0]
+    if not matching:
+        raise UsageError(
+            f"--to {to!r}: no digest in the history of sync {inventory.name} starts with it; "
+            "give the whole digest (sha256:<64 hex>) to roll back to one from outside the history"
+        )
+    raise UsageError(
+        f"--to {to!r} is ambiguous in the history of sync {inventory.name}: {', '.join(matching)}"
+    )
+
+
 def _target(inventory: Inventory, to: str | None) -> tuple[str, str, str]:
     """(digest, revision, note) of where ``lockgate rollback`` goes."""
     if to:
-        if not reference.DIGEST_PATTERN.match(to):
-            raise UsageError(f"--to {to!r}: expected a digest, sha256:<64 hex>")
+        to = _known_digest(inventory, to)
         if to == inventory.digest:
             raise UsageError(f"sync {inventory.name} already runs {to}")
         entry = history.find(inventory.history, to)
@@ -152,6 +179,7 @@ def by_hand(
     to: str | None = None,
     kube: Kube | None = None,
     kubeconfig: Path | None = None,
+    context: str | None = None,
     guard: Callable[[], None] | None = None,
 ) -> Result:
     """``lockgate rollback``: the current digest is rejected, the target fetched, verified and
@@ -162,7 +190,7 @@ def by_hand(
     try:
         check_name(options.name)
         result.namespace = runner_namespace(options.namespace)
-        client = client or Kube.from_kubeconfig(kubeconfig, pool=options.concurrency + 4)
+        client = client or Kube.from_kubeconfig(kubeconfig, context=context, pool=options.concurrency + 4)
         inventory = store.read(client, options.name, result.namespace)
         if not inventory.exists:
             raise UsageError(

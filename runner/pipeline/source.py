@@ -209,6 +209,15 @@ def choose(
     raise Waiting(f"{revision}: {reason}", url=url, digest=url.rsplit("@", 1)[1], revision=revision)
 
 
+def missing_policy(s: Spelling) -> str:
+    """Why a source without a verification policy is refused: a usage error (exit 2), as in
+    ``lockgate verify``, since what is missing is the user's setting, not a signature."""
+    return (
+        f"no verification policy: set {s.key}, or {s.identity} and {s.issuer}, "
+        f"or {s.insecure_skip} to apply unsigned artifacts (not recommended)"
+    )
+
+
 def _pin(
     spec: SourceSpec, ref: registry.Reference, client: registry.RegistryClient, policy: Policy | None
 ) -> tuple[str, str]:
@@ -220,11 +229,7 @@ def _pin(
         verified = verify_mod.verify(ref, policy, client=client)
         return verified.digest, verified.signer
     if not spec.insecure_skip_verify:
-        s = spec.spelling
-        raise VerificationError(
-            f"no verification policy for {ref}: set {s.key}, or {s.identity} and {s.issuer}, "
-            f"or {s.insecure_skip} to apply unsigned artifacts (not recommended)"
-        )
+        raise UsageError(f"{ref}: {missing_policy(spec.spelling)}")
     return client.resolve(ref), f"nobody ({spec.spelling.insecure_skip})"
 
 

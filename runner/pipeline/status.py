@@ -24,8 +24,8 @@ from runner.plan import history, shard
 from runner.plan.inventory import SUSPENDED, Inventory
 
 
-def _client(kube: Kube | None, kubeconfig: Path | None) -> Kube:
-    return kube or Kube.from_kubeconfig(kubeconfig)
+def _client(kube: Kube | None, kubeconfig: Path | None, context: str | None) -> Kube:
+    return kube or Kube.from_kubeconfig(kubeconfig, context=context)
 
 
 def _never_ran(name: str, namespace: str) -> UsageError:
@@ -41,10 +41,11 @@ def read(
     name: str | None = None,
     kube: Kube | None = None,
     kubeconfig: Path | None = None,
+    context: str | None = None,
 ) -> store.Listing:
     """The inventories of the runner namespace, or the one of sync ``name`` (which must exist)."""
     ns = runner_namespace(namespace)
-    client = _client(kube, kubeconfig)
+    client = _client(kube, kubeconfig, context)
     if name is None:
         return store.list_all(client, ns)
     check_name(name)
@@ -60,12 +61,13 @@ def request(
     namespace: str | None = None,
     kube: Kube | None = None,
     kubeconfig: Path | None = None,
+    context: str | None = None,
     now: dt.datetime | None = None,
 ) -> str:
     """Ask for a pass of sync ``name`` (``lockgate sync``); returns the requestedAt value set."""
     check_name(name)
     ns = runner_namespace(namespace)
-    client = _client(kube, kubeconfig)
+    client = _client(kube, kubeconfig, context)
     inventory = store.read(client, name, ns)
     if not inventory.exists:
         raise _never_ran(name, ns)

@@ -498,7 +498,12 @@ def reconcile(
 
 
 def rollback(
-    keeper: LeaseKeeper, options: SyncOptions, *, to: str | None = None, kubeconfig: Path | None = None
+    keeper: LeaseKeeper,
+    options: SyncOptions,
+    *,
+    to: str | None = None,
+    kubeconfig: Path | None = None,
+    context: str | None = None,
 ) -> Result:
     """``lockgate rollback``: the rollback under the sync's Lease, so it never runs beside a pass.
 
@@ -519,4 +524,4 @@ def rollback(
             ),
         )
     with held:
-        return rollback_mod.by_hand(options, to=to, kubeconfig=kubeconfig, guard=held.guard)
+        return rollback_mod.by_hand(options, to=to, kubeconfig=kubeconfig, context=context, guard=held.guard)

@@ -71,6 +71,7 @@ class Service:
         config_path: Path,
         *,
         kubeconfig: Path | None = None,
+        context: str | None = None,
         identity: str | None = None,
         grace: float = DEFAULT_GRACE,
         leases_enabled: bool = True,
@@ -82,7 +83,7 @@ class Service:
         settings = self.config.runner
         self.namespace = pipeline.runner_namespace(settings.namespace)
         passes = settings.concurrency
-        self.kube = Kube.from_kubeconfig(kubeconfig, pool=passes * 8 + 8)
+        self.kube = Kube.from_kubeconfig(kubeconfig, context=context, pool=passes * 8 + 8)
         self.metrics = Metrics()
         self.health = Health()
         self.identity = identity or leases.default_identity()
@@ -555,6 +556,7 @@ def run(
     config_path: Path,
     *,
     kubeconfig: Path | None = None,
+    context: str | None = None,
     log_format: str | None = None,
     identity: str | None = None,
     grace: float = DEFAULT_GRACE,
@@ -568,7 +570,9 @@ def run(
     log_mod.configure(log_format or config.runner.log_format)
     # Flux's controllers expose no *_created series; dashboards built for them expect none
     prometheus_client.disable_created_metrics()  # type: ignore[no-untyped-call]
-    service = Service(config_path, kubeconfig=kubeconfig, identity=identity, grace=grace, config=config)
+    service = Service(
+        config_path, kubeconfig=kubeconfig, context=context, identity=identity, grace=grace, config=config
+    )
 
     def on_signal(signum: int, _frame: object) -> None:
         log.info("stopping", extra={"signal": signal.Signals(signum).name})

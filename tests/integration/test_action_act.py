@@ -399,3 +399,57 @@ def test_image_updates_as_a_pull_request(
     summary = "\n".join(run.summaries(job="images"))
     assert "Pull request [#1](https://github.test/pull/1) opened." in summary
     assert token not in run.text()
+
+
+def test_every_command_fails_with_an_annotation_and_json_never_a_traceback(
+    tmp_path: Path, action_dir: Path
+) -> None:
+    """One act run, one job per command of the action, each failing in the CLI (a registry
+    that does not answer): the step fails with an ``::error`` annotation naming the cause,
+    the ``json`` output holds the command's JSON (the error included), and no Python
+    traceback reaches the log."""
+    dead = "oci://127.0.0.1:9/app"
+    password = "act failure password"
+    keys = tmp_path / "keys"
+    keys.mkdir()
+    made = subprocess.run(
+        [*LOCKGATE, "keygen", "--output-key-prefix", str(keys / "cosign")],
+        env={"LOCKGATE_PASSWORD": password, "PATH": "/usr/bin:/bin"},
+        capture_output=True,
+        text=True,
+    )
+    assert made.returncode == 0, made.stderr
+    repo = tmp_path / "repo"
+    act.make_repo(
+        repo,
+        {
+            "deploy/web.yaml": CONFIGMAP.format("blue"),
+            "images/app.yaml": 'image: 127.0.0.1:9/app:1.0.0 # {"$imagepolicy": "apps:app"}\n',
+            "keys/cosign.key": (keys / "cosign.key").read_text(),
+            "keys/cosign.pub": (keys / "cosign.pub").read_text(),
+        },
+        [ROOT / "tests/data/act/failures.yml"],
+    )
+    native_config(repo, ["{name: app, image: '127.0.0.1:9/app', semver: '^1.0'}"], path="images")
+    git(repo, "add", ".")
+    git(repo, "commit", "--quiet", "-m", "images")
+
+    run = act.run_workflow(
+        repo,
+        ".github/workflows/failures.yml",
+        env={"LOCKGATE_TEST_DEAD": dead, "LOCKGATE_TEST_PASSWORD": password},
+        action=action_dir,
+    )
+
+    assert run.code != 0, run.tail()
+    for job in ("push", "sign", "verify", "diff", "images-update", "reconcile"):
+        assert run.job_result(job) == "failure", (job, run.tail())
+        log = run.text(job=job)
+        assert "Traceback" not in log, (job, log[-3000:])
+        errors = [a["message"] for a in run.annotations(job=job) if a["level"] == "error"]
+        assert any("127.0.0.1:9" in m for m in errors), (job, errors, log[-3000:])
+        outputs = run.outputs("lockgate", job=job)
+        assert outputs.get("json"), (job, outputs, log[-3000:])
+        document = json.loads(outputs["json"])
+        assert "127.0.0.1:9" in json.dumps(document), (job, document)
+    assert password not in run.text()

@@ -50,7 +50,7 @@ def test_we_pull_and_diff_what_flux_pushed(registry: Registry, unique: str, tmp_
     tree = write_tree(tmp_path / "src", unique)
     ref = registry.oci(unique, ":v1")
     flux("push", "artifact", ref, "--path", str(tree), "--source", SOURCE, "--revision", REVISION)
-    pulled = lockgate("pull", ref, "-o", str(tmp_path / "out"), "--output", "json")
+    pulled = lockgate("pull", ref, "-O", str(tmp_path / "out"), "--output", "json")
     assert pulled.code == 0, pulled.err
     assert _files(tmp_path / "out") == _files(tree)
     assert json.loads(pulled.out)["annotations"]["org.opencontainers.image.revision"] == REVISION

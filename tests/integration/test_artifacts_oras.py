@@ -36,7 +36,7 @@ def test_oras_fetches_our_manifest_and_layer(registry: Registry, unique: str, tm
 def test_we_pull_a_directory_oras_pushed(registry: Registry, unique: str, tmp_path: Path) -> None:
     write_tree(tmp_path / "work" / "manifests", unique)
     oras("push", "--plain-http", f"{registry.host}/{unique}:v1", "manifests", cwd=tmp_path / "work")
-    run = lockgate("pull", registry.oci(unique, ":v1"), "-o", str(tmp_path / "out"))
+    run = lockgate("pull", registry.oci(unique, ":v1"), "-O", str(tmp_path / "out"))
     assert run.code == 0, run.err
     assert (tmp_path / "out" / "manifests" / "ns.yaml").read_text() == (
         tmp_path / "work" / "manifests" / "ns.yaml"

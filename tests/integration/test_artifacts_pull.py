@@ -34,19 +34,40 @@ def test_pull_by_tag_and_digest_round_trips(
 ) -> None:
     reg: Registry = request.getfixturevalue(which)
     ref, digest = _pushed(reg, unique, tmp_path)
-    by_tag = lockgate("pull", str(ref), "-o", str(tmp_path / "a"), "--output", "json", *creds_flag(reg))
+    by_tag = lockgate("pull", str(ref), "-O", str(tmp_path / "a"), "--output", "json", *creds_flag(reg))
     assert by_tag.code == 0, by_tag.err
     assert json.loads(by_tag.out)["digest"] == digest
-    by_digest = lockgate("pull", reg.oci(unique, f"@{digest}"), "-o", str(tmp_path / "b"), *creds_flag(reg))
+    by_digest = lockgate("pull", reg.oci(unique, f"@{digest}"), "-O", str(tmp_path / "b"), *creds_flag(reg))
     assert by_digest.code == 0, by_digest.err
     for out in ("a", "b"):
         assert (tmp_path / out / "ns.yaml").read_text() == (tmp_path / "src" / "ns.yaml").read_text()
         assert (tmp_path / out / "apps" / "web.yaml").is_file()
 
 
+def test_dash_o_is_the_output_format_in_pull_and_build_too(
+    registry: Registry, unique: str, tmp_path: Path
+) -> None:
+    """``-o json`` prints JSON in pull and build as in every command; what they write is ``-O``."""
+    ref, digest = _pushed(registry, unique, tmp_path)
+    pulled = lockgate("pull", str(ref), "-O", str(tmp_path / "out"), "-o", "json", cwd=tmp_path)
+    assert pulled.code == 0, pulled.err
+    assert json.loads(pulled.out)["digest"] == digest and (tmp_path / "out" / "ns.yaml").is_file()
+    built = lockgate("build", str(tmp_path / "src"), "-O", str(tmp_path / "layer.tgz"), "-o", "json")
+    assert built.code == 0, built.err
+    assert json.loads(built.out)["output"] == str(tmp_path / "layer.tgz")
+    for argv in (
+        ["pull", str(ref), "-o", "json"],
+        ["pull", str(ref), "-O", "json"],
+        ["build", "src", "-O", "json"],
+    ):
+        refused = lockgate(*argv, cwd=tmp_path)
+        assert refused.code == 2, (argv, refused.err)
+    assert not (tmp_path / "json").exists()
+
+
 def test_tag_not_found(registry: Registry, unique: str, tmp_path: Path) -> None:
     _pushed(registry, unique, tmp_path)
-    run = lockgate("pull", registry.oci(unique, ":nope"), "-o", str(tmp_path / "out"))
+    run = lockgate("pull", registry.oci(unique, ":nope"), "-O", str(tmp_path / "out"))
     assert run.code == 7 and f"{registry.oci(unique, ':nope')} not found" in run.err
     assert not (tmp_path / "out").exists()
 

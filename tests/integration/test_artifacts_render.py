@@ -36,7 +36,7 @@ def _chart(root: Path) -> Path:
 
 
 def _pulled_text(reg: Registry, ref: str, out: Path) -> str:
-    run = lockgate("pull", ref, "-o", str(out))
+    run = lockgate("pull", ref, "-O", str(out))
     assert run.code == 0, run.err
     assert [p.name for p in out.iterdir()] == ["manifests.yaml"]
     return (out / "manifests.yaml").read_text()

@@ -69,7 +69,7 @@ def test_credentials_in_the_url_are_refused_by_every_command(
         for args in (
             ["push", str(tree), tagged, "--output", "json"],
             ["push", str(tree), tagged],
-            ["pull", tagged, "-o", str(tmp_path / "out")],
+            ["pull", tagged, "-O", str(tmp_path / "out")],
             ["inspect", tagged, "--output", "json"],
             ["list", f"oci://{user}@{host}/{unique}", "--output", "json"],
             ["tag", f"oci://{user}@{host}/{unique}@{digest}", "stable"],
@@ -132,7 +132,7 @@ def test_a_session_with_docker_config_or_creds_prints_no_secret(
     ok("inspect", ref)
     ok("list", auth_registry.oci(unique), "--output", "json")
     ok("tag", by_digest, "stable")
-    ok("pull", ref, "-o", str(tmp_path / "pulled"))
+    ok("pull", ref, "-O", str(tmp_path / "pulled"))
     ok("diff", str(tree), ref, "--output", "json")
     # an annotation another tool wrote with a token in a URL is shown masked
     noted = auth_registry.oci(unique, ":noted")

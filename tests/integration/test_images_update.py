@@ -543,3 +543,28 @@ def test_template_reaching_past_its_data_is_refused_and_nothing_is_committed(
     assert sh(checkout, "rev-parse", "HEAD") == head
     assert sh(checkout, "status", "--porcelain") == ""  # no file was rewritten either
     assert sh(checkout, "ls-remote", "origin", "refs/heads/main").split()[0] == head.strip()
+
+
+def test_dry_run_never_says_updated_and_a_run_with_nothing_to_do_says_so(
+    git_remote: GitRemote, registry: Registry, unique: str, tmp_path: Path
+) -> None:
+    broken = 'image: example.com/gone:1.0.0 # {"$imagepolicy": "apps:gone"}\n'
+    url = _shared_repo(git_remote, registry, unique, tmp_path, extra={"broken.yaml": broken})
+    checkout = clone(url, tmp_path / "a")
+    dry = lockgate("images", "update", "--path", str(checkout), "--dry-run")
+    assert dry.code == ExitCode.PARTIAL, dry.err
+    said = (dry.out + dry.err).replace(unique, "NAME")  # the test's name is in the image names
+    assert "updated" not in said.lower(), said
+    assert "2 value(s) in 2 file(s) would change; nothing was written (--dry-run)" in dry.out
+    assert "some files were skipped (see above); nothing was written (--dry-run)" in dry.err
+    assert sh(checkout, "status", "--porcelain") == ""
+    (checkout / "deploy" / "broken.yaml").unlink()
+    sh(checkout, "-c", "user.name=t", "-c", "user.email=t@example.com", "commit", "-qam", "drop broken")
+    done = lockgate("images", "update", "--path", str(checkout))
+    assert done.code == 0, done.err
+    assert "2 value(s) in 2 file(s) changed" in done.out, done.out
+    again = lockgate("images", "update", "--path", str(checkout), "--dry-run")
+    assert again.code == 0, again.err
+    assert again.out.strip().endswith("nothing to update: every marked value is its policy's latest"), (
+        again.out
+    )

@@ -136,9 +136,9 @@ def test_pull_over_a_limit_is_not_a_verification_failure(
 ) -> None:
     push = lockgate("push", str(write_tree(tmp_path / "s", unique)), registry.oci(unique, ":v1"))
     assert push.code == 0, push.err
-    run = lockgate("pull", registry.oci(unique, ":v1"), "-o", str(tmp_path / "out"), "--max-files", "1")
+    run = lockgate("pull", registry.oci(unique, ":v1"), "-O", str(tmp_path / "out"), "--max-files", "1")
     assert run.code == 8, run.err
     assert "(limit)" in run.err and not (tmp_path / "out").exists()
-    ok = lockgate("pull", registry.oci(unique, ":v1"), "-o", str(tmp_path / "new" / "out"))
+    ok = lockgate("pull", registry.oci(unique, ":v1"), "-O", str(tmp_path / "new" / "out"))
     assert ok.code == 0, ok.err
     assert (tmp_path / "new" / "out").stat().st_mode & 0o777 == 0o755

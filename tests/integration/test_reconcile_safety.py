@@ -277,7 +277,7 @@ def test_verification_refusals_leave_the_cluster_untouched(
     pair = keys.generate_key_pair(b"pw")
     (tmp_path / "cosign.pub").write_bytes(pair.public_pem)
     no_policy = cli(cluster, url, "--name", unique, "-n", f"{unique}-r")
-    assert no_policy.code == 4 and "--insecure-skip-verify" in no_policy.err
+    assert no_policy.code == 2 and "--insecure-skip-verify" in no_policy.err  # a usage error, as in verify
     unsigned = cli(
         cluster, url, "--name", unique, "-n", f"{unique}-r", "--verify-key", str(tmp_path / "cosign.pub")
     )

@@ -74,12 +74,12 @@ MISSING_CASES = [
 ]
 
 UNWRITABLE_CASES = [
-    ["build", "{app}", "-o", f"{UNWRITABLE_DIR}/out.tgz"],
-    ["build", "{app}", "-o", f"{MISSING}/out.tgz"],
-    ["build", "{app}", "-o", "{app}"],
-    ["pull", f"{REGISTRY}@{DIGEST}", "-o", f"{UNWRITABLE_DIR}/out"],
-    ["pull", f"{REGISTRY}@{DIGEST}", "-o", "{app}"],
-    ["pull", f"{REGISTRY}@{DIGEST}", "-o", "{app}/cm.yaml"],
+    ["build", "{app}", "-O", f"{UNWRITABLE_DIR}/out.tgz"],
+    ["build", "{app}", "-O", f"{MISSING}/out.tgz"],
+    ["build", "{app}", "-O", "{app}"],
+    ["pull", f"{REGISTRY}@{DIGEST}", "-O", f"{UNWRITABLE_DIR}/out"],
+    ["pull", f"{REGISTRY}@{DIGEST}", "-O", "{app}"],
+    ["pull", f"{REGISTRY}@{DIGEST}", "-O", "{app}/cm.yaml"],
     ["keygen", "--output-key-prefix", f"{UNWRITABLE_DIR}/k"],
     ["keygen", "--output-key-prefix", f"{MISSING}/k"],
 ]
@@ -114,7 +114,7 @@ def _as_nobody(argv: list[str], home: Path) -> subprocess.CompletedProcess[str]:
 
 UNREADABLE_CASES = [
     ["build", "{locked}"],
-    ["build", "{app}", "-o", "{ro}/out.tgz"],
+    ["build", "{app}", "-O", "{ro}/out.tgz"],
     ["push", "{locked}", f"{REGISTRY}:v1"],
     ["diff", "{locked}", f"{REGISTRY}:v1"],
     ["sign", f"{REGISTRY}@{DIGEST}", "--key", "{unreadable}"],
@@ -122,7 +122,7 @@ UNREADABLE_CASES = [
     ["images", "scan", "--path", "{locked}"],
     ["reconcile", "--config", "{unreadable}"],
     ["serve", "--config", "{unreadable}"],
-    ["pull", f"{REGISTRY}@{DIGEST}", "-o", "{ro}/out"],
+    ["pull", f"{REGISTRY}@{DIGEST}", "-O", "{ro}/out"],
     ["keygen", "--output-key-prefix", "{ro}/k"],
 ]
 

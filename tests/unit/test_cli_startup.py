@@ -68,7 +68,7 @@ def test_build_runs_without_the_http_or_crypto_stack(tmp_path: Path) -> None:
     tree = tmp_path / "tree"
     tree.mkdir()
     (tree / "cm.yaml").write_text("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n")
-    done, modules = imported("build", str(tree), "-o", str(tmp_path / "layer.tgz"))
+    done, modules = imported("build", str(tree), "-O", str(tmp_path / "layer.tgz"))
     assert done.returncode == 0, done.stderr[-2000:]
     assert "yaml" in modules  # the manifests are validated
     assert loaded(modules, "requests", "urllib3", "cryptography", "nacl", "sigstore", "runner") == []

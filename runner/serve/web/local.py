@@ -44,6 +44,7 @@ def run(
     name: str | None = None,
     namespace: str | None = None,
     kubeconfig: Path | None = None,
+    context: str | None = None,
     address: str = DEFAULT_ADDRESS,
     open_browser: bool = True,
     announce: Callable[[str], None] = print,
@@ -58,7 +59,7 @@ def run(
     if name is not None:
         check_name(name)
     ns = runner_namespace(namespace)
-    kube = Kube.from_kubeconfig(kubeconfig)
+    kube = Kube.from_kubeconfig(kubeconfig, context=context)
     reader = cluster.Reader(kube, namespaces=lambda: [ns])
     servers = HttpServers(app.build_app(reader, loopback_only=True), [address], limits=listener.PAGE)
     servers.start()

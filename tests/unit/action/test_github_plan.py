@@ -110,6 +110,10 @@ def test_keyless_without_an_id_token_names_the_permission() -> None:
             {"command": "reconcile", "url": "oci://r.io/a:b"},
             "input `name` is required by command `reconcile`",
         ),
+        (
+            {"command": "reconcile", "url": "oci://r.io/a:b", "name": "web"},
+            "input `key` .* is required by command `reconcile` \\(or give `config`\\)",
+        ),
         ({"command": "images-update", "pr": "true"}, "input `branch` is required by command `images-update`"),
         (
             {"command": "push", "url": "oci://r.io/a:b", "registry-username": "me"},

@@ -37,6 +37,23 @@ def test_push_outputs_and_summary() -> None:
     assert f"| `r.io/app` | `{DIGEST}` | `main, v1` | `pushed` | `main@sha1:abc` | `key sha256:123` |" in text
 
 
+def test_a_failed_command_gets_its_json_output_and_a_summary_of_the_error() -> None:
+    refused = {"error": {"message": "cannot reach registry 127.0.0.1:9", "exitCode": 9}}
+    for command in ("push", "sign", "verify", "diff", "images-update", "reconcile"):
+        out = report.outputs(command, refused)
+        assert json.loads(out["json"]) == refused and out["changed"] == "false" and out["digest"] == ""
+        assert "Failed (exit 9): cannot reach registry 127.0.0.1:9" in report.summary(command, refused)
+    # push --each cut short: the failed and not attempted rows have no repository or digest
+    partial = [
+        PUSH,
+        {"path": "apps/b", "status": "failed", "error": "boom"},
+        {"path": "apps/c", "status": "notAttempted"},
+    ]
+    assert report.outputs("push", partial)["digest"] == DIGEST
+    text = report.summary("push", partial)
+    assert "| `apps/b` | - | - | `failed` | `boom` | - |" in text and "`notAttempted`" in text
+
+
 def test_unchanged_push_is_not_changed() -> None:
     assert report.outputs("push", [PUSH | {"status": "unchanged"}])["changed"] == "false"
 

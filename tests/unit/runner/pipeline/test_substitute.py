@@ -78,7 +78,7 @@ def test_the_sync_fields_decode(tmp_path: Path) -> None:
     path = tmp_path / "s.yaml"
     path.write_text(
         "apiVersion: lockgate.dev/v1alpha1\nkind: Sync\nmetadata: {name: s}\n"
-        "spec:\n  url: oci://r/x:1\n  interval: 1m\n  verify: {insecureSkip: true}\n"
+        "spec:\n  url: oci://registry.example.com/x:1\n  interval: 1m\n  verify: {insecureSkip: true}\n"
         "  postBuild:\n    substitute: {A: '1'}\n"
         "    substituteFrom: [{kind: ConfigMap, name: v}, {kind: Secret, name: w, optional: true}]\n"
         "    substituteStrategy: Always\n"
@@ -98,7 +98,7 @@ def test_a_number_in_substitute_is_refused(tmp_path: Path) -> None:
     path = tmp_path / "s.yaml"
     path.write_text(
         "apiVersion: lockgate.dev/v1alpha1\nkind: Sync\nmetadata: {name: s}\n"
-        "spec:\n  url: oci://r/x:1\n  interval: 1m\n  verify: {insecureSkip: true}\n"
+        "spec:\n  url: oci://registry.example.com/x:1\n  interval: 1m\n  verify: {insecureSkip: true}\n"
         "  postBuild:\n    substitute: {A: 1}\n    substituteFrom: [{kind: Map, name: v}]\n"
     )
     with pytest.raises(UsageError) as caught:
