@@ -6,11 +6,15 @@ reuse their connections. A housekeeping thread reloads the configuration when th
 bytes change (a mounted ConfigMap changes by symlink swap, so the file is re-read rather
 than watched for events), renews this replica's membership, checks that the API server
 answers (for ``/readyz``) and moves request counts into the metrics. A watch per runner
-namespace turns ``lockgate.dev/requestedAt`` annotations into requested passes.
+namespace turns ``lockgate.dev/requestedAt`` annotations into requested passes. What holds
+a sync without a pass (a ``dependsOn`` sync not ready, a source that cannot be checked) is
+recorded on its parent (``records.held``) when it begins and when it ends, under the sync's
+Lease and as the tenant, so ``lockgate status`` tells it too.
 
-``stop`` (SIGTERM) stops taking work, lets running passes end at their next write
-(``Abandoned``; the inventory already holds the union, so nothing is half-written),
-releases Leases, leaves the membership and stops the HTTP servers, inside the grace period.
+``stop`` (SIGTERM) stops taking work, lets running passes end at their next write, or at
+once in a health wait (``ShuttingDown``; the inventory already holds the union, so nothing
+is half-written, and the pass records that it was abandoned), releases Leases, leaves the
+membership and stops the HTTP servers, inside the grace period; "stopped" is the last line.
 """
 
 from __future__ import annotations
@@ -33,14 +37,15 @@ from runner.inventory import requested, store
 from runner.kube.client import Kube
 from runner.pipeline import config as config_mod
 from runner.pipeline import reconcile as pipeline
-from runner.pipeline import secretrefs, source
+from runner.pipeline import records, secretrefs, source, status
 from runner.pipeline.result import Result
+from runner.plan import attempt
 from runner.serve import leases
 from runner.serve import log as log_mod
 from runner.serve.http import HttpServers, build_app
 from runner.serve.metrics import Metrics
 from runner.serve.notify import delivery, notifier
-from runner.serve.scheduler import Outcome, Scheduler
+from runner.serve.scheduler import FAILED, SKIPPED, WAITING, Outcome, Scheduler
 from runner.serve.web import served
 
 log = logging.getLogger("lockgate.serve")
@@ -122,6 +127,11 @@ class Service:
         self._namespaces: dict[str, str] = {}
         #: sync -> the requestedAt value a person set and the next pass answers
         self._requests: dict[str, str] = {}
+        #: sync -> what this process last recorded as holding it (None: nothing), and a lock
+        #: per sync so such a record and a pass never write its parent at once
+        self._held: dict[str, attempt.Held | None] = {}
+        self._sync_locks: dict[str, threading.Lock] = {}
+        self._locks_lock = threading.Lock()
         addresses = list(dict.fromkeys([settings.metrics_address, settings.webhook_address]))
         self.http = HttpServers(
             build_app(self, self.metrics, max_body_bytes=settings.max_body_bytes), addresses
@@ -247,7 +257,7 @@ class Service:
         return self.membership is None or self.membership.owns(name)
 
     def _dependency_ready(self, name: str) -> bool:
-        """A dependency run by another replica: its inventory's last result."""
+        """A dependency run by another replica: its parent's Ready condition."""
         namespace = self._namespaces.get(name)
         if namespace is None:
             return False
@@ -255,7 +265,7 @@ class Service:
             inventory = store.read(self.kube, name, namespace)
         except LockgateError:
             return False
-        return inventory.exists and inventory.last_result.get("status") == "Succeeded"
+        return inventory.exists and status.readiness(inventory).ready
 
     def _registry(self, options: pipeline.SyncOptions) -> registry.RegistryClient:
         """A client per host and credentials Secret, kept so checks reuse connections and tokens;
@@ -301,6 +311,16 @@ class Service:
         guard: Any,
         applying: Callable[[Result], None] | None,
     ) -> Result:
+        with self._sync_lock(options.name):
+            return self._pass_locked(options, requested_by_person, guard, applying)
+
+    def _pass_locked(
+        self,
+        options: pipeline.SyncOptions,
+        requested_by_person: bool,
+        guard: Any,
+        applying: Callable[[Result], None] | None,
+    ) -> Result:
         namespace = pipeline.runner_namespace(options.namespace)
         held: leases.Held | None = None
         if self.keeper is not None:
@@ -315,17 +335,20 @@ class Service:
         lease = held
 
         def check() -> None:
-            guard()
+            # the Lease first: a pass whose Lease is lost may not even record that it stopped
             if lease is not None:
                 lease.guard()
+            guard()
 
         requested_at = self._requests.pop(options.name, "") if requested_by_person else ""
         try:
+            self._held.pop(options.name, None)  # a pass clears what held the sync, if it writes
             try:
                 client = self._registry(options)
             except LockgateError as exc:  # e.g. the credentials Secret is missing
                 failed = Result(name=options.name, namespace=namespace, url=options.source.url)
                 failed.error = exc
+                records.early_failure(self._writer(options, namespace, records.recording(check)), failed, exc)
                 return failed
             return pipeline.reconcile(
                 options,
@@ -340,7 +363,64 @@ class Service:
             if held is not None:
                 held.release()
 
+    def _sync_lock(self, name: str) -> threading.Lock:
+        with self._locks_lock:
+            return self._sync_locks.setdefault(name, threading.Lock())
+
+    def _writer(self, options: pipeline.SyncOptions, namespace: str, guard: Any = None) -> Kube:
+        """The client a sync's records are written with: as its tenant when it names one."""
+        user = options.impersonated_user(namespace)
+        writer = self.kube if user is None else self.kube.impersonating(user)
+        return writer if guard is None else writer.guarded(guard)
+
+    def _hold_of(self, outcome: Outcome) -> tuple[bool, attempt.Held | None]:
+        """(whether the outcome says what holds the sync, and what): a dependency not ready, a
+        source that could not be checked, or (a check that went through) nothing."""
+        now = records.now()
+        if outcome.result is not None:
+            return False, None
+        if outcome.outcome == WAITING:
+            return True, attempt.Held(attempt.DEPENDENCY_NOT_READY, outcome.reason, now)
+        if outcome.outcome == FAILED and outcome.error is not None:
+            return True, attempt.Held(attempt.ARTIFACT_FAILED, outcome.error.message, now)
+        return outcome.outcome == SKIPPED, None
+
+    def _note_hold(self, outcome: Outcome) -> None:
+        """Record on the parent what holds the sync, when that changed (``records.held``): read
+        first, and only a change takes the Lease and writes, as the tenant."""
+        tells, hold = self._hold_of(outcome)
+        state, name = outcome.state, outcome.state.name
+        if not tells or (name in self._held and _same_hold(self._held[name], hold)):
+            return
+        options = state.options
+        namespace = pipeline.runner_namespace(options.namespace)
+        passes = state.passes
+        try:
+            inventory = store.read(self._writer(options, namespace), name, namespace)
+            if _same_hold(inventory.held, hold):
+                self._held[name] = hold
+                return
+            with self._sync_lock(name):
+                if self.scheduler.stopping or self.scheduler.passes(name) != passes:
+                    return  # a pass ran meanwhile: what it wrote is newer
+                lease = self.keeper.hold(namespace, name) if self.keeper is not None else None
+                if self.keeper is not None and lease is None:
+                    return  # another runner has the sync now
+                try:
+                    guard = None if lease is None else lease.guard
+                    records.held(self._writer(options, namespace, guard), name, namespace, hold)
+                    self._held[name] = hold
+                finally:
+                    if lease is not None:
+                        lease.release()
+        except LockgateError as exc:
+            log.warning(
+                "could not record what holds the sync on its inventory",
+                extra={"sync": name, "reason": exc.summary()},
+            )
+
     def _observe(self, outcome: Outcome) -> None:
+        self._note_hold(outcome)
         state = outcome.state
         options = state.options
         namespace = pipeline.runner_namespace(options.namespace)
@@ -355,7 +435,7 @@ class Service:
             fields["seconds"] = round(result.seconds, 3)
             fields["summary"] = result.changeset.summary()
             if result.error is not None:
-                fields["error"] = result.error.message.splitlines()[0]
+                fields["error"] = result.error.message  # whole, with every object it names
             if result.waiting:
                 fields["waiting"] = result.waiting
             self.metrics.observe_pass(options, result, outcome.outcome)
@@ -463,6 +543,10 @@ class Service:
                 if n > seen.get(verb, 0):
                     self.metrics.count_registry(verb, n - seen.get(verb, 0))
                     seen[verb] = n
+
+
+def _same_hold(recorded: attempt.Held | None, hold: attempt.Held | None) -> bool:
+    return recorded is None if hold is None else hold.same(recorded)
 
 
 def _refused(cfg: config_mod.Config, digest: str) -> config_mod.Config:

@@ -190,10 +190,12 @@ def start_serve(
     kubeconfig: Path | None = None,
     wait_ready: bool = True,
     ports: tuple[int, int] | None = None,
+    log_format: str = "json",
 ) -> Served:
     """Write the config (unless ``config`` is given and exists) and start serve on it.
 
     With ``ports`` the given ``config`` is used as it is: its Runner document has those ports.
+    The log is JSON (what ``events`` reads) unless ``log_format`` says ``text``.
     """
     directory.mkdir(parents=True, exist_ok=True)
     metrics_port, webhook_port = ports or (free_port(), free_port())
@@ -218,7 +220,7 @@ def start_serve(
                 "serve",
                 f"--config={config}",
                 f"--kubeconfig={kubeconfig or cluster.kubeconfig}",
-                "--log-format=json",
+                f"--log-format={log_format}",
                 f"--identity={identity}",
                 "--grace-period=20s",
             ],
