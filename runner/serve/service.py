@@ -8,8 +8,7 @@ than watched for events), renews this replica's membership, checks that the API 
 answers (for ``/readyz``) and moves request counts into the metrics. A watch per runner
 namespace turns ``lockgate.dev/requestedAt`` annotations into requested passes. What holds
 a sync without a pass (a ``dependsOn`` sync not ready, a source that cannot be checked) is
-recorded on its parent (``records.held``) when it begins and when it ends, under the sync's
-Lease and as the tenant, so ``lockgate status`` tells it too.
+recorded on its parent (``holds``), so ``lockgate status`` tells it too.
 
 ``stop`` (SIGTERM) stops taking work, lets running passes end at their next write, or at
 once in a health wait (``ShuttingDown``; the inventory already holds the union, so nothing
@@ -39,13 +38,12 @@ from runner.pipeline import config as config_mod
 from runner.pipeline import reconcile as pipeline
 from runner.pipeline import records, secretrefs, source, status
 from runner.pipeline.result import Result
-from runner.plan import attempt
-from runner.serve import leases
+from runner.serve import holds, leases
 from runner.serve import log as log_mod
 from runner.serve.http import HttpServers, build_app
 from runner.serve.metrics import Metrics
 from runner.serve.notify import delivery, notifier
-from runner.serve.scheduler import FAILED, SKIPPED, WAITING, Outcome, Scheduler
+from runner.serve.scheduler import Outcome, Scheduler
 from runner.serve.web import served
 
 log = logging.getLogger("lockgate.serve")
@@ -127,11 +125,7 @@ class Service:
         self._namespaces: dict[str, str] = {}
         #: sync -> the requestedAt value a person set and the next pass answers
         self._requests: dict[str, str] = {}
-        #: sync -> what this process last recorded as holding it (None: nothing), and a lock
-        #: per sync so such a record and a pass never write its parent at once
-        self._held: dict[str, attempt.Held | None] = {}
-        self._sync_locks: dict[str, threading.Lock] = {}
-        self._locks_lock = threading.Lock()
+        self.holds = holds.Holds(self.kube, self.keeper, self.scheduler)
         addresses = list(dict.fromkeys([settings.metrics_address, settings.webhook_address]))
         self.http = HttpServers(
             build_app(self, self.metrics, max_body_bytes=settings.max_body_bytes), addresses
@@ -311,7 +305,7 @@ class Service:
         guard: Any,
         applying: Callable[[Result], None] | None,
     ) -> Result:
-        with self._sync_lock(options.name):
+        with self.holds.lock(options.name):
             return self._pass_locked(options, requested_by_person, guard, applying)
 
     def _pass_locked(
@@ -342,13 +336,15 @@ class Service:
 
         requested_at = self._requests.pop(options.name, "") if requested_by_person else ""
         try:
-            self._held.pop(options.name, None)  # a pass clears what held the sync, if it writes
+            self.holds.forget(options.name)  # a pass clears what held the sync
             try:
                 client = self._registry(options)
             except LockgateError as exc:  # e.g. the credentials Secret is missing
                 failed = Result(name=options.name, namespace=namespace, url=options.source.url)
                 failed.error = exc
-                records.early_failure(self._writer(options, namespace, records.recording(check)), failed, exc)
+                records.early_failure(
+                    holds.writer(self.kube, options, namespace, records.recording(check)), failed, exc
+                )
                 return failed
             return pipeline.reconcile(
                 options,
@@ -363,64 +359,8 @@ class Service:
             if held is not None:
                 held.release()
 
-    def _sync_lock(self, name: str) -> threading.Lock:
-        with self._locks_lock:
-            return self._sync_locks.setdefault(name, threading.Lock())
-
-    def _writer(self, options: pipeline.SyncOptions, namespace: str, guard: Any = None) -> Kube:
-        """The client a sync's records are written with: as its tenant when it names one."""
-        user = options.impersonated_user(namespace)
-        writer = self.kube if user is None else self.kube.impersonating(user)
-        return writer if guard is None else writer.guarded(guard)
-
-    def _hold_of(self, outcome: Outcome) -> tuple[bool, attempt.Held | None]:
-        """(whether the outcome says what holds the sync, and what): a dependency not ready, a
-        source that could not be checked, or (a check that went through) nothing."""
-        now = records.now()
-        if outcome.result is not None:
-            return False, None
-        if outcome.outcome == WAITING:
-            return True, attempt.Held(attempt.DEPENDENCY_NOT_READY, outcome.reason, now)
-        if outcome.outcome == FAILED and outcome.error is not None:
-            return True, attempt.Held(attempt.ARTIFACT_FAILED, outcome.error.message, now)
-        return outcome.outcome == SKIPPED, None
-
-    def _note_hold(self, outcome: Outcome) -> None:
-        """Record on the parent what holds the sync, when that changed (``records.held``): read
-        first, and only a change takes the Lease and writes, as the tenant."""
-        tells, hold = self._hold_of(outcome)
-        state, name = outcome.state, outcome.state.name
-        if not tells or (name in self._held and _same_hold(self._held[name], hold)):
-            return
-        options = state.options
-        namespace = pipeline.runner_namespace(options.namespace)
-        passes = state.passes
-        try:
-            inventory = store.read(self._writer(options, namespace), name, namespace)
-            if _same_hold(inventory.held, hold):
-                self._held[name] = hold
-                return
-            with self._sync_lock(name):
-                if self.scheduler.stopping or self.scheduler.passes(name) != passes:
-                    return  # a pass ran meanwhile: what it wrote is newer
-                lease = self.keeper.hold(namespace, name) if self.keeper is not None else None
-                if self.keeper is not None and lease is None:
-                    return  # another runner has the sync now
-                try:
-                    guard = None if lease is None else lease.guard
-                    records.held(self._writer(options, namespace, guard), name, namespace, hold)
-                    self._held[name] = hold
-                finally:
-                    if lease is not None:
-                        lease.release()
-        except LockgateError as exc:
-            log.warning(
-                "could not record what holds the sync on its inventory",
-                extra={"sync": name, "reason": exc.summary()},
-            )
-
     def _observe(self, outcome: Outcome) -> None:
-        self._note_hold(outcome)
+        self.holds.observe(outcome)
         state = outcome.state
         options = state.options
         namespace = pipeline.runner_namespace(options.namespace)
@@ -543,10 +483,6 @@ class Service:
                 if n > seen.get(verb, 0):
                     self.metrics.count_registry(verb, n - seen.get(verb, 0))
                     seen[verb] = n
-
-
-def _same_hold(recorded: attempt.Held | None, hold: attempt.Held | None) -> bool:
-    return recorded is None if hold is None else hold.same(recorded)
 
 
 def _refused(cfg: config_mod.Config, digest: str) -> config_mod.Config:
