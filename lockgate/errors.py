@@ -2,14 +2,19 @@
 
 Each class carries a message written for the user (what failed, which file, object or
 field, what to do) and an exit code per failure class, so scripts can tell a bad
-signature from a failed rollout. The CLI catches only ``LockgateError``.
+signature from a failed rollout. The CLI catches only ``LockgateError``. An error is one
+value: its ``message`` is the whole text (the headline and the objects it names, see
+``lockgate.summary``), rendered whole wherever there is room and by ``summary()`` where
+there is not; no renderer keeps only the first line.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from enum import IntEnum
 
 from lockgate.redact import scrub
+from lockgate.summary import summarise, whole
 
 
 class ExitCode(IntEnum):
@@ -39,14 +44,19 @@ class LockgateError(Exception):
     #: the CLI root prints no second JSON document for it
     json_reported: bool = False
 
-    def __init__(self, message: str) -> None:
+    def __init__(self, message: str, *, details: Sequence[str] = ()) -> None:
+        """``details`` are listed under ``message`` (one object each), as one text."""
         # credentials never leave in a message: URL userinfo, token parameters, auth headers
-        message = scrub(message)
+        message = scrub(whole(message, details))
         super().__init__(message)
         self.message = message
 
     def __str__(self) -> str:
         return self.message
+
+    def summary(self, limit: int = 200) -> str:
+        """The message in one line of at most ``limit`` characters (``lockgate.summary``)."""
+        return summarise(self.message, limit)
 
 
 class UsageError(LockgateError):
@@ -91,6 +101,11 @@ class Abandoned(LockgateError):
     """
 
     exit_code = ExitCode.ABANDONED
+
+
+class ShuttingDown(Abandoned):
+    """The runner is stopping (SIGTERM): the pass stopped before its next write, and as its
+    sync is still its own (the Lease is held until the pass returns), it records that it stopped."""
 
 
 class HealthError(LockgateError):

@@ -1,7 +1,9 @@
 """Kubernetes Events on the ApplySet parent: what ``kubectl describe secret lockgate-<name>`` shows.
 
 Best effort: a pass must not fail because it could not record an Event (the runner's
-role may lack ``create events``); the reason is returned to the caller instead.
+role may lack ``create events``); the reason is returned to the caller instead. A message
+is kept whole up to the 1024 characters of an ``events.k8s.io`` note; a longer one is
+summarised (``lockgate.summary``), never cut.
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ import datetime as dt
 import socket
 
 from lockgate.errors import ExitCode, LockgateError
+from lockgate.summary import summarise
 from runner.kube.client import Kube
 from runner.kube.discovery import EVENT
 from runner.plan import prune_plan
@@ -23,6 +26,11 @@ FAILED_REASONS = {
     ExitCode.HEALTH: "HealthCheckFailed",
     ExitCode.RENDER: "RenderFailed",
     ExitCode.AUTH: "AuthFailed",
+    ExitCode.VERIFICATION: "VerificationFailed",
+    #: the artifact could not be resolved or pulled (Flux's kustomize-controller word)
+    ExitCode.RESOLVE: "ArtifactFailed",
+    ExitCode.REGISTRY: "ArtifactFailed",
+    ExitCode.ABANDONED: "Abandoned",
 }
 PRUNE_REFUSED = "PruneRefused"
 #: a Warning: a revision failed its health checks (or a person asked) and an earlier one was applied
@@ -51,7 +59,7 @@ def emit(kube: Kube, inventory: Inventory, *, warning: bool, reason: str, messag
         },
         "type": "Warning" if warning else "Normal",
         "reason": reason,
-        "message": message if len(message) <= MAX_MESSAGE else message[: MAX_MESSAGE - 3] + "...",
+        "message": message if len(message) <= MAX_MESSAGE else summarise(message, MAX_MESSAGE),
         "source": {"component": "lockgate"},
         "reportingComponent": "lockgate",
         "reportingInstance": socket.gethostname()[:128],

@@ -75,6 +75,10 @@ class Kube:
         if self._guard is not None:
             self._guard()
 
+    def check_guard(self) -> None:
+        """Ask the guard now, as before a write: a long read (a health wait) stops where it raises."""
+        self._before_write()
+
     @classmethod
     def from_kubeconfig(cls, path: Path | None = None, *, context: str | None = None, pool: int = 16) -> Kube:
         """From ``path``, the merged ``$KUBECONFIG`` or ``~/.kube/config``; in-cluster when none exists.

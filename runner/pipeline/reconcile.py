@@ -4,10 +4,14 @@ The order of inventory writes is what makes a pass crash-safe: before the first 
 applied, the parent records the union of the previous and the new members, so a pass
 killed at any point leaves no object the next pass does not know about; only after
 pruning is the set shrunk to the new members. Nothing is pruned when anything before
-failed. Failures after the source step are recorded on the parent (last result, history,
-Event). The history entry of a pass that waits is written after the wait, with its health;
-a pass that finds everything as it was writes nothing. A digest that was rolled back from
-is not applied again unless a person asks; the rollback itself is ``pipeline.rollback``.
+failed. Every pass that is not a dry run records its attempt on the parent
+(``runner.plan.attempt``): one that reaches the cluster here (last result, history, last
+attempt, Event), one that fails before it in ``pipeline.records``. A pass that waits
+records ``Progressing`` with the applied members, and its health after the wait; a pass
+stopped by shutdown during it records ``Abandoned`` (the sync is still its own: the Lease is
+released only when the pass returns). A pass that finds everything as it was writes nothing.
+A digest that was rolled back from is not applied again unless a person asks; the rollback
+itself is ``pipeline.rollback``.
 """
 
 from __future__ import annotations
@@ -22,14 +26,14 @@ from typing import Any
 
 from lockgate import registry
 from lockgate.diff.changeset import Action, ChangeSet
-from lockgate.errors import Abandoned, ClusterError, HealthError, LockgateError, RenderError, UsageError
+from lockgate.errors import HealthError, LockgateError, RenderError, ShuttingDown, UsageError
 from lockgate.manifests import K8sObject, ObjectKey
 from runner.inventory import events, store
 from runner.kube.client import Kube
 from runner.kube.discovery import Resource
-from runner.pipeline import attesting, decrypt, notifications, secretrefs, source, substitute
+from runner.pipeline import attesting, decrypt, notifications, records, secretrefs, source, substitute
 from runner.pipeline.result import Result
-from runner.plan import history, kinds, placement, prune_plan, secret_origin
+from runner.plan import attempt, history, kinds, placement, prune_plan, secret_origin
 from runner.plan.desired import Desired, prepare
 from runner.plan.history import Outcome, Summary
 from runner.plan.inventory import Member
@@ -126,8 +130,10 @@ class Pass:
     """The cluster half of a pass, for already loaded objects.
 
     ``outcome`` is the history's word for a success (a rollback applies with ``RolledBack``),
-    ``note`` prefixes the history message, ``rejecting`` is a digest to list as rolled back
-    from once this pass has applied and pruned, ``request`` the ``requestedAt`` it answers.
+    ``note`` prefixes the history message, ``because`` follows the last attempt's message (why a
+    rollback ran), ``rejecting`` is a digest to list as rolled back from once this pass has
+    applied and pruned, ``request`` the ``requestedAt`` it answers. ``recorder`` is the client
+    that records the pass's end after shutdown stopped it (``kube`` refuses every write then).
     """
 
     def __init__(
@@ -138,13 +144,16 @@ class Pass:
         *,
         outcome: Outcome = Outcome.SUCCEEDED,
         note: str = "",
+        because: str = "",
         rejecting: str = "",
         request: str = "",
+        recorder: Kube | None = None,
     ) -> None:
         self.kube = kube
+        self.recorder = recorder or kube
         self.options = options
         self.result = result
-        self.outcome, self.note, self.rejecting = outcome, note, rejecting
+        self.outcome, self.note, self.because, self.rejecting = outcome, note, because, rejecting
         self.inventory = store.read(kube, options.name, result.namespace)
         self.previous = dict(self.inventory.members)
         self.mgr = Manager(kube, set_id=self.inventory.set_id, concurrency=options.concurrency)
@@ -198,6 +207,7 @@ class Pass:
         if self.awaits:
             self._wait(desired, changeset)
             self._settle(Summary.HEALTHY)
+            self._succeeded()
             self._write_if_changed()
         message = f"{self.result.revision}: {self._summary()}"
         if self.outcome is Outcome.ROLLED_BACK:
@@ -235,9 +245,24 @@ class Pass:
         if outcome in (Outcome.SUCCEEDED, Outcome.ROLLED_BACK):
             self.inventory.rejected = history.accept(self.inventory.rejected, self.result.digest)
 
-    def _write_if_changed(self) -> None:
+    def _succeeded(self) -> None:
+        """The last result and the last attempt of a pass that applied (and was healthy)."""
+        summary = self.result.changeset.summary()
+        self.inventory.last_result = {"status": self.outcome.value, "summary": summary}
+        rolled_back = self.outcome is Outcome.ROLLED_BACK
+        done = attempt.Attempt(
+            result=attempt.Result.ROLLED_BACK if rolled_back else attempt.Result.SUCCEEDED,
+            time=records.now(),
+            revision=self.result.revision,
+            digest=self.result.digest,
+            reason=events.ROLLED_BACK if rolled_back else attempt.SUCCEEDED_REASON,
+            message=self.note + self._summary() + (f"\n{self.because}" if self.because else ""),
+        )
+        self.inventory.last_attempt = attempt.settle(self.inventory.last_attempt, done)
+
+    def _write_if_changed(self, kube: Kube | None = None) -> None:
         if self.inventory.document() != self._written:
-            store.write(self.kube, self.inventory, manager=self.mgr.field_manager)
+            store.write(kube or self.kube, self.inventory, manager=self.mgr.field_manager)
             self._written = self.inventory.document()
 
     def _union(self, members: dict[Any, Desired]) -> dict[Any, Member]:
@@ -283,7 +308,8 @@ class Pass:
         crds = [d for d in items if d.key.kind == "CustomResourceDefinition" and d.policy.applies]
         if crds:
             res = self.mgr.resource("apiextensions.k8s.io/v1", "CustomResourceDefinition")
-            wait.wait(self.mgr, [(d.key, res) for d in crds], wait.WaitOptions(timeout=CRD_TIMEOUT))
+            settings = wait.WaitOptions(timeout=CRD_TIMEOUT)
+            wait.wait(self.mgr, [(d.key, res) for d in crds], settings, interrupt=self.kube.check_guard)
             wait.wait_for_discovery(self.kube, crds, timeout=CRD_TIMEOUT)
 
     def _record_final(self, members: dict[Any, Desired], changeset: ChangeSet) -> None:
@@ -301,11 +327,29 @@ class Pass:
         self.inventory.revision = self.result.revision
         self.inventory.source = self.result.url
         self.inventory.waiting = self.result.waiting
+        self.inventory.held = None  # a pass ran: nothing held it
         self.inventory.last_result = {"status": self.outcome.value, "summary": changeset.summary()}
         if self.rejecting:
             self.inventory.rejected = history.reject(self.inventory.rejected, self.rejecting)
         if not self.awaits:
             self._settle(Summary.UNKNOWN)
+            self._succeeded()
+        elif before != (self.inventory.document(), True):
+            # applied, not finished: until the wait ends (or if the runner dies in it) the
+            # parent says so, never "Succeeded"
+            self.inventory.last_result = {
+                "status": attempt.Result.PROGRESSING.value,
+                "summary": changeset.summary(),
+            }
+            progressing = attempt.Attempt(
+                attempt.Result.PROGRESSING,
+                records.now(),
+                self.result.revision,
+                self.result.digest,
+                attempt.PROGRESSING_REASON,
+                changeset.summary(),
+            )
+            self.inventory.last_attempt = attempt.settle(self.inventory.last_attempt, progressing)
         self._written = self.inventory.document()
         if before != (self._written, True):
             store.ensure_namespace(self.kube, self.inventory.namespace, manager=self.mgr.field_manager)
@@ -323,7 +367,8 @@ class Pass:
         fail_fast = self.outcome is not Outcome.ROLLED_BACK
         settings = wait.WaitOptions(timeout=self.options.timeout, fail_fast=fail_fast)
         try:
-            report = wait.wait(self.mgr, awaited, settings, extra=extra)
+            # the guard is asked twice a second: a shutdown stops the wait at once
+            report = wait.wait(self.mgr, awaited, settings, extra=extra, interrupt=self.kube.check_guard)
         except wait.HealthFailed as exc:
             self.result.health = {str(k): h for k, h in exc.report.items()}
             raise
@@ -340,21 +385,39 @@ class Pass:
         return ObjectKey(group, ref.kind, namespace if res.namespaced else "", ref.name), res
 
     def record_failure(self, error: LockgateError) -> None:
-        if self.options.dry_run or isinstance(error, ClusterError | Abandoned):
+        """Record how the pass ended: failed (history, last result, last attempt, Event), or
+        abandoned at shutdown (the same records, no Event). The members are left as written."""
+        if self.options.dry_run or not records.recordable(error):
             return  # nothing changed, the cluster cannot take the record, or we may not write
-        failed = Outcome.ROLLBACK_FAILED if self.outcome is Outcome.ROLLED_BACK else Outcome.FAILED
-        first = error.message.splitlines()[0][:300]
-        self.inventory.last_result = {"status": failed.value, "summary": first}
+        stopped = isinstance(error, ShuttingDown)
+        if stopped:
+            failed = Outcome.ABANDONED
+        else:
+            failed = Outcome.ROLLBACK_FAILED if self.outcome is Outcome.ROLLED_BACK else Outcome.FAILED
+        self.inventory.last_result = {"status": failed.value, "summary": error.summary(300)}
         unhealthy = isinstance(error, HealthError)
-        self._settle(Summary.UNHEALTHY if unhealthy else Summary.UNKNOWN, outcome=failed, message=first)
+        self._settle(
+            Summary.UNHEALTHY if unhealthy else Summary.UNKNOWN, outcome=failed, message=error.message
+        )
+        ended = records.failed_attempt(
+            error,
+            revision=self.result.revision,
+            digest=self.result.digest,
+            result=attempt.Result(failed.value),
+        )
+        self.inventory.last_attempt = attempt.settle(self.inventory.last_attempt, ended)
+        self.inventory.held = None
+        kube = self.recorder if stopped else self.kube
         try:
-            if self.inventory.exists:
-                store.write(self.kube, self.inventory, manager=self.mgr.field_manager)
-        except LockgateError:
-            pass
-        if self.inventory.exists:
+            if not self.inventory.exists:  # a first pass refused before it wrote anything
+                store.ensure_namespace(kube, self.inventory.namespace, manager=self.mgr.field_manager)
+            self._write_if_changed(kube)
+        except LockgateError as exc:
+            self.result.notes.append(f"the failure was not recorded in the cluster: {exc.summary()}")
+            return
+        if not stopped:
             reason = events.reason_for(error)
-            events.emit(self.kube, self.inventory, warning=True, reason=reason, message=error.message)
+            events.emit(kube, self.inventory, warning=True, reason=reason, message=error.message)
 
 
 def prepare_fetched(
@@ -421,10 +484,11 @@ def reconcile(
             # nothing has the evidence yet: nothing is applied, and the parent says why
             result.waiting = result.skipped = waiting.reason
             client = client or Kube.from_kubeconfig(kubeconfig, pool=options.concurrency + 4)
-            _record_waiting(_writer(client, options, result.namespace, guard), options, result)
-            if requested_at:
-                _record_request(
-                    _writer(client, options, result.namespace, guard), options, result, requested_at
+            if not options.dry_run:
+                records.waiting(
+                    _writer(client, options, result.namespace, records.recording(guard)),
+                    result,
+                    handled_request=requested_at,
                 )
             return result
         result.url, result.digest, result.revision = fetched.url, fetched.digest, fetched.revision
@@ -438,7 +502,8 @@ def reconcile(
         client = client or Kube.from_kubeconfig(kubeconfig, context=context, pool=options.concurrency + 4)
         objects = prepare_fetched(fetched.objects, options, client, result.namespace)
         writer = _writer(client, options, result.namespace, guard)
-        run = Pass(writer, options, result, request=requested_at)
+        recorder = _writer(client, options, result.namespace, records.recording(guard))
+        run = Pass(writer, options, result, request=requested_at, recorder=recorder)
         result.previous_digest = run.inventory.digest
         result.previous_status = str(run.inventory.last_result.get("status") or "")
         result.previous_waiting = run.inventory.waiting
@@ -453,19 +518,27 @@ def reconcile(
             if isinstance(exc, HealthError) and options.attest is not None and options.attest.on_failure:
                 _attest(options, result, client, fetched.client, healthy=False)
             if rollback.wanted(options, run.inventory, exc, result.digest):
-                raise rollback.after_failure(writer, options, run.inventory, result, exc) from exc
+                raise rollback.after_failure(
+                    writer, options, run.inventory, result, exc, recorder=recorder
+                ) from exc
             raise
         if options.attest is not None and run.awaits and not options.dry_run:
             _attest(options, result, client, fetched.client, healthy=True, fatal=True)
     except LockgateError as exc:
         result.error = exc
-        if (
-            requested_at
-            and run is None
-            and client is not None
-            and not isinstance(exc, ClusterError | Abandoned)
-        ):
-            _record_request(_writer(client, options, result.namespace, guard), options, result, requested_at)
+        if run is None and result.namespace and not options.dry_run and records.recordable(exc):
+            # failed before the cluster was touched: the parent still tells it, and a person's
+            # request is answered all the same (as Flux's lastHandledReconcileAt), never replayed
+            try:
+                client = client or Kube.from_kubeconfig(kubeconfig, context=context, pool=4)
+                records.early_failure(
+                    _writer(client, options, result.namespace, records.recording(guard)),
+                    result,
+                    exc,
+                    handled_request=requested_at,
+                )
+            except LockgateError as why:
+                result.notes.append(f"the failure was not recorded in the cluster: {why.summary()}")
     finally:
         result.seconds = time.monotonic() - started
         if client is not None:
@@ -510,39 +583,3 @@ def _writer(client: Kube, options: SyncOptions, namespace: str, guard: Callable[
     if user is not None:  # a tenant's pass: the API server allows what its RBAC allows
         writer = writer.impersonating(user)
     return writer
-
-
-def _record_request(kube: Kube, options: SyncOptions, result: Result, requested_at: str) -> None:
-    """A requested pass that ended before the cluster half (the source failed or waits) has
-    answered the request all the same, as Flux's ``lastHandledReconcileAt``: ``requestPending``
-    clears and a restarted runner does not replay it. Only an existing parent is written."""
-    if options.dry_run or not result.namespace:
-        return
-    try:
-        inventory = store.read(kube, options.name, result.namespace)
-        if not inventory.exists or inventory.handled_request == requested_at:
-            return
-        inventory.handled_request = requested_at
-        store.write(kube, inventory, manager=Manager(kube, set_id=inventory.set_id).field_manager)
-    except LockgateError as exc:
-        result.notes.append(f"the request was not recorded as handled: {exc.message.splitlines()[0]}")
-
-
-def _record_waiting(kube: Kube, options: SyncOptions, result: Result) -> None:
-    """Tell ``lockgate status`` what the sync waits for, in its parent (created for a sync that
-    has applied nothing yet, with no members); never on a dry run. A parent that cannot be
-    written leaves a note: the pass applied nothing either way."""
-    if options.dry_run:
-        return
-    try:
-        inventory = store.read(kube, options.name, result.namespace)
-        result.previous_waiting = inventory.waiting
-        if inventory.waiting == result.waiting:
-            return
-        inventory.waiting = result.waiting
-        manager = Manager(kube, set_id=inventory.set_id).field_manager
-        if not inventory.exists:
-            store.ensure_namespace(kube, inventory.namespace, manager=manager)
-        store.write(kube, inventory, manager=manager)
-    except LockgateError as exc:
-        result.notes.append(f"what the sync waits for was not recorded: {exc.message.splitlines()[0]}")

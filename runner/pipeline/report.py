@@ -1,4 +1,5 @@
-"""The human summary of a pass, rendered from its ``Result`` (change set, health, costs)."""
+"""The human summary of a pass, rendered from its ``Result`` (change set, health, costs, the
+whole error)."""
 
 from __future__ import annotations
 
@@ -28,5 +29,8 @@ def table(result: Result) -> str:
     requests = sum(result.requests.values())
     lines.append(f"  {requests} API requests in {result.seconds:.1f}s")
     if result.error is not None:
-        lines.append(f"  FAILED: {result.error.message.splitlines()[0]}")
+        # whole: the objects a failure names are part of it (stderr repeats it for scripts)
+        first, *rest = result.error.message.splitlines() or [""]
+        lines.append(f"  FAILED: {first}")
+        lines.extend(f"    {line}" for line in rest)
     return "\n".join(lines)

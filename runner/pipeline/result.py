@@ -32,6 +32,8 @@ class Result:
     rolled_back_from: str = ""
     #: the revision applied instead
     rolled_back_to: str = ""
+    #: what the rollback changed (``changeset`` is what the failed revision's pass changed)
+    rollback_changes: ChangeSet | None = None
     #: why the pass applied nothing: its digest was rolled back, or its Lease is held by another
     #: runner ("held by <holder>"); not a failure
     skipped: str = ""

@@ -8,14 +8,16 @@ history entry is a pointer, never a trusted copy), and applied with prune. That 
 the failed digest as rejected in the same inventory write that records the rollback, and
 passes skip a rejected digest until a person asks (``lockgate sync`` sets requestedAt;
 ``lockgate rollback``), so a bad digest is never applied in a loop. A failed rollback is
-reported and not retried by another rollback. ``lockgate rollback NAME [--to DIGEST]`` is
-the same second pass, started by a person; ``--to`` may be a unique prefix of a digest of the
-history, as ``lockgate status`` shows it.
+reported and not retried by another rollback. After a rollback the pass's health is the
+rolled-back state's (what runs now); the failed digest's unhealthy objects are in its error.
+``lockgate rollback NAME [--to DIGEST]`` is the same second pass, started by a person;
+``--to`` may be a unique prefix of a digest of the history, as ``lockgate status`` shows it.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import textwrap
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -75,15 +77,27 @@ def apply_revision(
     revision: str,
     rejecting: str,
     note: str,
+    because: str = "",
+    recorder: Kube | None = None,
 ) -> None:
-    """Fetch ``digest`` again (verified), apply it with prune and wait as the sync does; raises."""
+    """Fetch ``digest`` again (verified), apply it with prune and wait as the sync does; raises.
+    ``because`` (why it runs) follows the last attempt's message; ``recorder`` is ``Pass``'s."""
     secrets = secretrefs.SecretReader(kube.own(), result.namespace) if options.source.needs_secrets else None
     fetched = source.fetch(pinned(options.source, digest), secrets=secrets)
     result.url, result.digest, result.verified_by = fetched.url, fetched.digest, fetched.verified_by
     # a digest reference carries no tag: keep the revision the history knew it by
     result.revision = revision or fetched.revision
     back = dataclasses.replace(options, prune=True, source=pinned(options.source, digest))
-    run = Pass(kube, back, result, outcome=Outcome.ROLLED_BACK, note=note, rejecting=rejecting)
+    run = Pass(
+        kube,
+        back,
+        result,
+        outcome=Outcome.ROLLED_BACK,
+        note=note,
+        because=because,
+        rejecting=rejecting,
+        recorder=recorder,
+    )
     try:
         run.run(prepare_fetched(fetched.objects, options, kube.own(), result.namespace))
     except LockgateError as exc:
@@ -92,9 +106,16 @@ def apply_revision(
 
 
 def after_failure(
-    kube: Kube, options: SyncOptions, inventory: Inventory, result: Result, error: LockgateError
+    kube: Kube,
+    options: SyncOptions,
+    inventory: Inventory,
+    result: Result,
+    error: LockgateError,
+    *,
+    recorder: Kube | None = None,
 ) -> HealthError:
-    """Roll back after ``result``'s digest failed its health wait; the error the pass reports."""
+    """Roll back after ``result``'s digest failed its health wait; the error the pass reports,
+    whole (the rollback's outcome, then the failed objects)."""
     failed = result.revision or result.digest
     target = history.last_healthy(inventory.history, excluding={result.digest, *inventory.rejected})
     if target is None:
@@ -111,14 +132,19 @@ def after_failure(
             revision=target.revision,
             rejecting=result.digest,
             note=f"rolled back from {failed} (failed its health checks): ",
+            because=error.message,
+            recorder=recorder,
         )
     except LockgateError as exc:
         result.notes.append(f"the rollback to {target.revision} failed: {exc.message}")
         return HealthError(
-            f"{failed} failed its health checks; rolling back to {target.revision} failed too: "
-            f"{exc.message.splitlines()[0]}\n{error.message}"
+            f"{failed} failed its health checks; rolling back to {target.revision} failed too:\n"
+            + textwrap.indent(exc.message, "  ")
+            + f"\n{error.message}"
         )
     result.rolled_back_from, result.rolled_back_to = failed, back.revision
+    result.health = back.health  # what runs now; the failed objects are in the error
+    result.rollback_changes = back.changeset
     result.notes.append(f"rollback to {back.revision}: {back.changeset.summary()}")
     return HealthError(
         f"{failed} failed its health checks and was rolled back to {back.revision}; it is not applied "

@@ -2,7 +2,11 @@
 
 Everything ``status`` shows is in the parents (``runner.plan.inventory``), so it works with
 or without a running ``serve`` and needs only ``get``/``list`` on Secrets in the runner
-namespace. ``request`` is ``lockgate sync``: it sets the parent's ``lockgate.dev/requestedAt``
+namespace: readiness (Flux's Ready condition, ``readiness``), the applied revision and its
+health, the last attempt whatever it was (``runner.plan.attempt``), and the history. A
+table has room for one line per sync, so its MESSAGE is the summary
+(``lockgate.summary``); ``lockgate status NAME`` and ``--output json`` carry every message
+whole. ``request`` is ``lockgate sync``: it sets the parent's ``lockgate.dev/requestedAt``
 annotation, as ``flux reconcile`` sets ``reconcile.fluxcd.io/requestedAt``; ``serve`` runs
 the sync when it sees a value it has not handled, and that pass may retry a digest that
 was rolled back from. The value has microseconds (Flux writes RFC3339Nano), so two requests
@@ -13,15 +17,20 @@ would answer.
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from lockgate.errors import UsageError
+from lockgate.summary import summarise
 from runner.inventory import store
 from runner.kube.client import Kube
 from runner.pipeline.reconcile import check_name, runner_namespace
-from runner.plan import history, shard
+from runner.plan import attempt, history, shard
 from runner.plan.inventory import SUSPENDED, Inventory
+
+#: the MESSAGE column of the table: one line, summarised
+MESSAGE_WIDTH = 120
 
 
 def _client(kube: Kube | None, kubeconfig: Path | None, context: str | None) -> Kube:
@@ -86,8 +95,33 @@ def _health(inventory: Inventory) -> str:
     return inventory.history[0].health.value if inventory.history else history.Summary.UNKNOWN.value
 
 
+def readiness(inventory: Inventory) -> attempt.Readiness:
+    """The sync's Ready condition, from its parent alone."""
+    return attempt.readiness(
+        attempt=inventory.last_attempt,
+        held=inventory.held,
+        health=_health(inventory),
+        revision=inventory.revision or inventory.digest,
+        waiting=inventory.waiting,
+        legacy_status=str(inventory.last_result.get("status") or ""),
+    )
+
+
 def _when(inventory: Inventory) -> str:
     return inventory.history[0].time if inventory.history else ""
+
+
+def attempt_json(record: attempt.Attempt | None) -> dict[str, Any] | None:
+    """The last attempt as ``--output json`` and the status page give it: the record, and its
+    message summarised in one line (``summary``)."""
+    if record is None:
+        return None
+    return record.to_json() | {"summary": summarise(record.message)}
+
+
+def history_json(entries: Sequence[history.Entry]) -> list[dict[str, Any]]:
+    """The history entries with each message whole and summarised in one line (``summary``)."""
+    return [e.to_json() | {"summary": summarise(e.message)} for e in entries]
 
 
 def to_json(inventory: Inventory) -> dict[str, Any]:
@@ -95,14 +129,17 @@ def to_json(inventory: Inventory) -> dict[str, Any]:
     return {
         "name": inventory.name,
         "namespace": inventory.namespace,
+        "ready": readiness(inventory).to_json(),
+        "suspended": inventory.suspended,
         "source": inventory.source,
         "revision": inventory.revision,
         "digest": inventory.digest,
         "verifiedBy": newest.verified_by if newest else "",
+        "lastAttempt": attempt_json(inventory.last_attempt),
         "lastResult": {**inventory.last_result, "time": _when(inventory)},
         "health": _health(inventory),
         "members": len(inventory.members),
-        "history": [e.to_json() for e in inventory.history],
+        "history": history_json(inventory.history),
         "rejected": list(inventory.rejected),
         "requestedAt": inventory.requested_at,
         "lastHandledRequestedAt": inventory.handled_request,
@@ -121,20 +158,45 @@ def _columns(rows: list[list[str]]) -> list[str]:
     return ["  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip() for row in rows]
 
 
+def _attempted(inventory: Inventory) -> tuple[str, str]:
+    """(result, since) of the last attempt; an older runner's parent has only the last result."""
+    if inventory.last_attempt is not None:
+        return inventory.last_attempt.result.value, inventory.last_attempt.time
+    return str(inventory.last_result.get("status", "")), _when(inventory)
+
+
 def table(listing: store.Listing) -> str:
-    """One line per sync."""
-    rows = [["NAME", "REVISION", "VERIFIED BY", "RESULT", "HEALTH", "WHEN", "MEMBERS"]]
+    """One line per sync, as ``flux get``: readiness first, its message (summarised) last."""
+    rows = [
+        [
+            "NAME",
+            "READY",
+            "SUSPENDED",
+            "REVISION",
+            "VERIFIED BY",
+            "HEALTH",
+            "LAST ATTEMPT",
+            "SINCE",
+            "MEMBERS",
+            "MESSAGE",
+        ]
+    ]
     for inv in listing.inventories:
         newest = inv.history[0] if inv.history else None
+        ready = readiness(inv)
+        result, since = _attempted(inv)
         rows.append(
             [
                 inv.name,
-                short(inv.revision or inv.digest),
-                newest.verified_by if newest else "",
-                str(inv.last_result.get("status", "")),
+                ready.status,
+                str(inv.suspended),
+                short(inv.revision or inv.digest) or "-",
+                (newest.verified_by if newest else "") or "-",
                 _health(inv),
-                _when(inv),
+                result or "-",
+                since or "-",
                 str(len(inv.members)),
+                summarise(ready.message, MESSAGE_WIDTH),
             ]
         )
     lines = _columns(rows) if listing.inventories else ["no syncs have run in this namespace"]
@@ -143,20 +205,41 @@ def table(listing: store.Listing) -> str:
     return "\n".join(lines)
 
 
+def _block(label: str, text: str) -> list[str]:
+    """``label`` and a message, whole: its first line beside the label, the rest indented."""
+    first, *rest = text.splitlines() or [""]
+    return [f"  {label:<10} {first}".rstrip(), *(f"{' ' * 13}{line}" for line in rest)]
+
+
 def detail(inventory: Inventory) -> str:
-    """One sync with its history."""
+    """One sync: readiness and the last attempt with their whole messages, then the history."""
     newest = inventory.history[0] if inventory.history else None
-    lines = [
-        f"sync {inventory.name} (namespace {inventory.namespace})",
+    ready = readiness(inventory)
+    lines = [f"sync {inventory.name} (namespace {inventory.namespace})"]
+    lines.extend(_block("ready:", f"{ready.status} ({ready.reason})"))
+    if inventory.suspended:
+        lines.append("  suspended: yes (spec.suspend: no pass runs until it is false)")
+    if ready.status != "True" and ready.message:
+        lines.extend(_block("why:", ready.message))
+    lines += [
         f"  source:    {inventory.source}",
         f"  revision:  {inventory.revision}",
         f"  digest:    {inventory.digest}",
         f"  verified:  {newest.verified_by if newest else ''}",
-        f"  result:    {inventory.last_result.get('status', '')}: {inventory.last_result.get('summary', '')}"
-        + (f" ({_when(inventory)})" if newest else ""),
         f"  health:    {_health(inventory)}",
         f"  members:   {len(inventory.members)}",
     ]
+    last = inventory.last_attempt
+    if last is not None:
+        at = last.revision or last.digest
+        lines.extend(
+            _block("attempt:", f"{last.result.value} since {last.time}" + (f" at {at}" if at else ""))
+        )
+        if last.message and (ready.status == "True" or last.message != ready.message):
+            lines.extend(_block("", last.message))
+    else:
+        status, summary = inventory.last_result.get("status", ""), inventory.last_result.get("summary", "")
+        lines.append(f"  result:    {status}: {summary}" + (f" ({_when(inventory)})" if newest else ""))
     if inventory.waiting:
         lines.append(f"  waiting:   {inventory.waiting}")
     if inventory.rejected:
@@ -167,8 +250,17 @@ def detail(inventory: Inventory) -> str:
         lines.append("  history:")
         rows = [["TIME", "REVISION", "RESULT", "HEALTH", "VERIFIED BY", "MESSAGE"]]
         rows.extend(
-            [e.time, short(e.revision or e.digest), e.result.value, e.health.value, e.verified_by, e.message]
+            [
+                e.time,
+                short(e.revision or e.digest),
+                e.result.value,
+                e.health.value,
+                e.verified_by,
+                summarise(e.message, MESSAGE_WIDTH),
+            ]
             for e in inventory.history
         )
         lines.extend("    " + line for line in _columns(rows))
+        if any(summarise(e.message, MESSAGE_WIDTH) != e.message for e in inventory.history):
+            lines.append(f"    (whole messages: lockgate status {inventory.name} -o json)")
     return "\n".join(lines)

@@ -18,9 +18,13 @@ from dataclasses import dataclass, replace
 from enum import StrEnum
 from typing import Any
 
+from lockgate.summary import summarise
+
 MAX_ENTRIES = 5
 MAX_REJECTED = 5
-MAX_MESSAGE = 300
+#: an entry's message is kept whole up to this size (an error listing 20 refused objects
+#: fits); beyond it, summarised (``lockgate.summary``), never cut
+MAX_MESSAGE = 8000
 
 
 class Outcome(StrEnum):
@@ -31,6 +35,8 @@ class Outcome(StrEnum):
     #: applied again by a rollback (automatic or ``lockgate rollback``)
     ROLLED_BACK = "RolledBack"
     ROLLBACK_FAILED = "RollbackFailed"
+    #: the pass stopped before it finished (shutdown), e.g. during its health wait
+    ABANDONED = "Abandoned"
 
 
 class Summary(StrEnum):
@@ -101,7 +107,8 @@ def record(history: Sequence[Entry], entry: Entry) -> list[Entry]:
     A merge keeps the newest entry's time when nothing but the time would change, and keeps
     ``was_healthy`` once set.
     """
-    entry = replace(entry, message=entry.message[:MAX_MESSAGE])
+    if len(entry.message) > MAX_MESSAGE:
+        entry = replace(entry, message=summarise(entry.message, MAX_MESSAGE))
     if entry.health is Summary.HEALTHY:
         entry = replace(entry, was_healthy=True)
     if history and history[0].digest == entry.digest:

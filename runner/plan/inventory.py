@@ -4,7 +4,8 @@ Pure. The parent carries kubectl's ApplySet label and annotations (so ``kubectl 
 --prune --applyset=secret/lockgate-<name>`` sees the same set) and, in ``data``, the exact
 member list with each member's API version and the hash of what was applied, the last
 applied digest and revision, the last result, the history of revisions and the digests
-rolled back from (``runner.plan.history``). ``body`` renders the Secret to apply and
+rolled back from (``runner.plan.history``), the last attempt and what holds the sync
+(``runner.plan.attempt``). ``body`` renders the Secret to apply and
 ``from_secret`` reads one back; ``runner.inventory.store`` does the I/O. Crash safety rests
 on the order of writes made by the pipeline: the union of old and new members before
 applying, the new set only after pruning.
@@ -23,6 +24,7 @@ from lockgate import bounded
 from lockgate.errors import ApplyError
 from lockgate.manifests import ObjectKey
 from runner.plan import applyset
+from runner.plan.attempt import Attempt, Held
 from runner.plan.history import Entry
 from runner.plan.objects import annotations_of, labels_of
 
@@ -77,6 +79,10 @@ class Inventory:
     suspended: bool = False
     #: a newer digest that lacks the attestations ``spec.verify.attestations`` require, and why
     waiting: str = ""
+    #: the outcome of the last full pass, whatever it was (``runner.plan.attempt``)
+    last_attempt: Attempt | None = None
+    #: what keeps ``serve`` from running a pass (suspended, a dependency, the source); a pass clears it
+    held: Held | None = None
     exists: bool = False
 
     @property
@@ -106,6 +112,8 @@ class Inventory:
             "rejected": list(self.rejected),
             "lastHandledRequestedAt": self.handled_request,
             **({"waiting": self.waiting} if self.waiting else {}),
+            **({"lastAttempt": self.last_attempt.to_json()} if self.last_attempt else {}),
+            **({"held": self.held.to_json()} if self.held else {}),
         }
 
     def body(self) -> dict[str, Any]:
@@ -187,5 +195,7 @@ def from_secret(secret: dict[str, Any], name: str, namespace: str) -> Inventory:
     inventory.requested_at = str(annotations_of(secret).get(REQUESTED_AT, ""))
     inventory.suspended = annotations_of(secret).get(SUSPENDED) == "true"
     inventory.waiting = str(doc.get("waiting", ""))
+    inventory.last_attempt = Attempt.from_json(doc.get("lastAttempt"))
+    inventory.held = Held.from_json(doc.get("held"))
     inventory.exists = True
     return inventory

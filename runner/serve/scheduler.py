@@ -28,7 +28,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 
-from lockgate.errors import Abandoned, LockgateError
+from lockgate.errors import Abandoned, LockgateError, ShuttingDown
 from runner.pipeline.reconcile import SyncOptions
 from runner.pipeline.result import Result
 from runner.plan import schedule
@@ -92,6 +92,8 @@ class Outcome:
     outcome: str
     result: Result | None = None
     reason: str = ""
+    #: why the cheap check failed (the source could not be checked); a pass's is in ``result``
+    error: LockgateError | None = None
 
 
 Check = Callable[[SyncOptions], str]
@@ -184,6 +186,12 @@ class Scheduler:
             state = self._states.get(name)
             return state is not None and state.options.schedule.suspend
 
+    def passes(self, name: str) -> int:
+        """How many full passes ``name`` has run; -1 while one runs or for an unknown sync."""
+        with self._cond:
+            state = self._states.get(name)
+            return -1 if state is None or state.running else state.passes
+
     def ready(self, name: str) -> bool:
         """Applied and healthy at its current digest (for ``dependsOn``)."""
         with self._cond:
@@ -243,9 +251,10 @@ class Scheduler:
         return left == 0
 
     def guard(self) -> None:
-        """Raises ``Abandoned`` once the scheduler is stopping: a pass's last word before a write."""
+        """Raises ``ShuttingDown`` (an ``Abandoned``) once the scheduler is stopping: a pass's
+        last word before a write, and during its health wait."""
         if self._stopping.is_set():
-            raise Abandoned("the runner is shutting down: the pass stopped before its next write")
+            raise ShuttingDown("the runner is shutting down: the pass stopped before its next write")
 
     def _loop(self) -> None:
         with self._cond:
@@ -290,16 +299,20 @@ class Scheduler:
         finally:
             with self._cond:
                 state.running = False
-                self._running -= 1
                 if state.triggered and not self._stopping.is_set():
                     state.triggered = False
                     state.due = self._clock()
-                self._cond.notify_all()
-        if outcome is not None:
-            try:
+        try:
+            if outcome is not None:
                 self._observe(outcome)
-            except Exception:
-                log.exception("observer failed", extra={"sync": state.name})
+        except Exception:
+            log.exception("observer failed", extra={"sync": state.name})
+        finally:
+            # counted as running until observed: ``stop`` returns only after the last pass's
+            # outcome is logged, so nothing is logged after "stopped"
+            with self._cond:
+                self._running -= 1
+                self._cond.notify_all()
 
     def _do(self, state: SyncState) -> Outcome:
         options = state.options
@@ -323,7 +336,7 @@ class Scheduler:
             if requested:  # no pass ran: the person's request waits for the next one that does
                 with self._cond:
                     state.requested = True
-            return Outcome(state, FAILED, reason=exc.message)
+            return Outcome(state, FAILED, reason=exc.message, error=exc)
         with self._cond:
             why = schedule.full_pass_reason(
                 current_digest=digest,
@@ -399,7 +412,8 @@ class Scheduler:
             else:
                 state.failures += 1
                 state.ready = state.settled = False
-                state.reason = state.settled_reason = error.message.splitlines()[0]
+                # whole: the page summarises it where space is short
+                state.reason = state.settled_reason = error.message
                 state.due = self._next(state)
                 outcome = ROLLED_BACK if result.rolled_back_to else FAILED
         return Outcome(state, outcome, result, reason=why)
@@ -430,7 +444,7 @@ class Scheduler:
             if failed is not None:
                 state.failures += 1
                 state.ready = False
-                state.reason = failed.splitlines()[0]
+                state.reason = failed
             else:
                 state.failures = 0
                 if not keep_ready:

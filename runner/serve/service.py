@@ -9,11 +9,14 @@ changes by symlink swap, so the file is re-read rather than watched for events),
 this replica's membership, checks that the API server answers (for ``/readyz``), marks the
 inventories of suspended syncs (``inventory.suspended``, for ``lockgate sync``) and moves
 request counts into the metrics. A watch per runner namespace turns
-``lockgate.dev/requestedAt`` annotations into requested passes.
+``lockgate.dev/requestedAt`` annotations into requested passes. What holds a sync without
+a pass (a ``dependsOn`` sync not ready, a source that cannot be checked) is recorded on its
+parent (``holds``), so ``lockgate status`` tells it too.
 
-``stop`` (SIGTERM) stops taking work, lets running passes end at their next write
-(``Abandoned``; the inventory already holds the union, so nothing is half-written),
-releases Leases, leaves the membership and stops the HTTP servers, inside the grace period.
+``stop`` (SIGTERM) stops taking work, lets running passes end at their next write, or at
+once in a health wait (``ShuttingDown``; the inventory already holds the union, so nothing
+is half-written, and the pass records that it was abandoned), releases Leases, leaves the
+membership and stops the HTTP servers, inside the grace period; "stopped" is the last line.
 """
 
 from __future__ import annotations
@@ -36,9 +39,9 @@ from runner.inventory import requested, store, suspended
 from runner.kube.client import Kube
 from runner.pipeline import config as config_mod
 from runner.pipeline import reconcile as pipeline
-from runner.pipeline import secretrefs, source
+from runner.pipeline import records, secretrefs, source, status
 from runner.pipeline.result import Result
-from runner.serve import http, leases, listener
+from runner.serve import holds, http, leases, listener
 from runner.serve import log as log_mod
 from runner.serve.metrics import Metrics
 from runner.serve.notify import delivery, notifier
@@ -134,6 +137,7 @@ class Service:
         self._requests: dict[str, str] = {}
         #: the inventories' suspended marks are to be brought in step with the configuration
         self._suspension_due = True
+        self.holds = holds.Holds(self.kube, self.keeper, self.scheduler)
         http.check_apart(settings.webhook_address, settings.metrics_address, where=f"--config {config_path}")
         # one listener each, so webhook callers never take what the kubelet's probes need
         self.probes = http.HttpServers(
@@ -283,7 +287,7 @@ class Service:
         return "run by another replica" if self.replica is None else self.replica.elsewhere()
 
     def _dependency_ready(self, name: str) -> bool:
-        """A dependency run by another replica: its inventory's last result."""
+        """A dependency run by another replica: its parent's Ready condition."""
         namespace = self._namespaces.get(name)
         if namespace is None:
             return False
@@ -291,7 +295,7 @@ class Service:
             inventory = store.read(self.kube, name, namespace)
         except LockgateError:
             return False
-        return inventory.exists and inventory.last_result.get("status") == "Succeeded"
+        return inventory.exists and status.readiness(inventory).ready
 
     def _registry(self, options: pipeline.SyncOptions) -> registry.RegistryClient:
         """A client per host and credentials Secret, kept so checks reuse connections and tokens;
@@ -337,6 +341,16 @@ class Service:
         guard: Any,
         applying: Callable[[Result], None] | None,
     ) -> Result:
+        with self.holds.lock(options.name):
+            return self._pass_locked(options, requested_by_person, guard, applying)
+
+    def _pass_locked(
+        self,
+        options: pipeline.SyncOptions,
+        requested_by_person: bool,
+        guard: Any,
+        applying: Callable[[Result], None] | None,
+    ) -> Result:
         namespace = pipeline.runner_namespace(options.namespace)
         held: leases.Held | None = None
         if self.keeper is not None:
@@ -351,17 +365,22 @@ class Service:
         lease = held
 
         def check() -> None:
-            guard()
+            # the Lease first: a pass whose Lease is lost may not even record that it stopped
             if lease is not None:
                 lease.guard()
+            guard()
 
         requested_at = self._requests.pop(options.name, "") if requested_by_person else ""
         try:
+            self.holds.forget(options.name)  # a pass clears what held the sync
             try:
                 client = self._registry(options)
             except LockgateError as exc:  # e.g. the credentials Secret is missing
                 failed = Result(name=options.name, namespace=namespace, url=options.source.url)
                 failed.error = exc
+                records.early_failure(
+                    holds.writer(self.kube, options, namespace, records.recording(check)), failed, exc
+                )
                 return failed
             return pipeline.reconcile(
                 options,
@@ -377,6 +396,7 @@ class Service:
                 held.release()
 
     def _observe(self, outcome: Outcome) -> None:
+        self.holds.observe(outcome)
         state = outcome.state
         options = state.options
         namespace = pipeline.runner_namespace(options.namespace)
@@ -391,7 +411,7 @@ class Service:
             fields["seconds"] = round(result.seconds, 3)
             fields["summary"] = result.changeset.summary()
             if result.error is not None:
-                fields["error"] = result.error.message.splitlines()[0]
+                fields["error"] = result.error.message  # whole, with every object it names
             if result.waiting:
                 fields["waiting"] = result.waiting
             self.metrics.observe_pass(options, result, outcome.outcome)

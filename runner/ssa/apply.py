@@ -46,13 +46,13 @@ class ApplyFailed(ApplyError):
 
     def __init__(self, errors: Sequence[LockgateError], changeset: ChangeSet) -> None:
         lines = [e.message for e in errors]
-        shown = [f"  - {line}" for line in lines[:MAX_LISTED]]
-        if len(lines) > MAX_LISTED:
-            shown.append(f"  ... and {len(lines) - MAX_LISTED} more")
-        message = (
-            lines[0] if len(lines) == 1 else f"{len(lines)} objects failed to apply:\n" + "\n".join(shown)
-        )
-        super().__init__(message)
+        if len(lines) == 1:
+            super().__init__(lines[0])
+        else:
+            shown = lines[:MAX_LISTED]
+            if len(lines) > MAX_LISTED:
+                shown.append(f"... and {len(lines) - MAX_LISTED} more")
+            super().__init__(f"{len(lines)} objects failed to apply", details=shown)
         self.errors = list(errors)
         self.changeset = changeset
         codes = {e.exit_code for e in errors}

@@ -7,7 +7,8 @@ second (kstatus has time-based rules, e.g. a Pod unschedulable for more than 15 
 returns when all are Current, raises on the first Failed, or lists each unhealthy object
 with its reason when the timeout passes. Objects outside the set (a sync's ``healthChecks``)
 are watched one by one, by name (field selector ``metadata.name``), since they carry no
-label of ours.
+label of ours. ``interrupt`` is asked at each look and raises to end the wait there (the
+runner is shutting down: nothing is left to write, so the pass stops at once).
 """
 
 from __future__ import annotations
@@ -39,8 +40,10 @@ class WaitOptions:
 
 
 class HealthFailed(HealthError):
-    def __init__(self, message: str, report: dict[ObjectKey, Health]) -> None:
-        super().__init__(message)
+    """The objects that failed or did not become healthy in time, each with its reason."""
+
+    def __init__(self, headline: str, report: dict[ObjectKey, Health], keys: Sequence[ObjectKey]) -> None:
+        super().__init__(headline, details=_describe(report, keys))
         self.report = report
 
 
@@ -133,8 +136,8 @@ class _Watcher(threading.Thread):
             return self.objects.get(name)
 
 
-def _describe(report: dict[ObjectKey, Health], keys: Sequence[ObjectKey]) -> str:
-    return "\n".join(f"  - {key}: {report[key].status.value}: {report[key].message}" for key in keys)
+def _describe(report: dict[ObjectKey, Health], keys: Sequence[ObjectKey]) -> list[str]:
+    return [f"{key}: {report[key].status.value}: {report[key].message}" for key in keys]
 
 
 Group = tuple[Resource, str, str]
@@ -175,9 +178,10 @@ def wait(
     options: WaitOptions | None = None,
     *,
     extra: Sequence[tuple[ObjectKey, Resource]] = (),
+    interrupt: Callable[[], None] | None = None,
 ) -> dict[ObjectKey, Health]:
     """Block until every target (members of the set) and every ``extra`` object is Current;
-    returns the final health of each."""
+    returns the final health of each. ``interrupt`` raises to stop waiting (see above)."""
     options = options or WaitOptions()
     members = {key for key, _ in targets}
     added = [(key, res) for key, res in extra if key not in members]
@@ -202,9 +206,15 @@ def wait(
     try:
         while True:
             for watcher in watchers.values():
-                watcher.synced.wait(max(0.0, deadline - time.monotonic()))
+                while not watcher.synced.wait(min(options.interval, max(0.0, deadline - time.monotonic()))):
+                    if interrupt is not None:
+                        interrupt()
+                    if time.monotonic() >= deadline:
+                        break
                 if watcher.error is not None:
                     raise watcher.error
+            if interrupt is not None:
+                interrupt()
             now = time.time()
             for key, res in targets:
                 watcher = watchers[group_of(key, res)]
@@ -213,16 +223,16 @@ def wait(
             failed = [k for k, _ in targets if report[k].status is HealthStatus.FAILED]
             if failed and options.fail_fast:
                 _explain_workloads(mgr, targets, report, failed, lambda key: watchers[group_of(*key)].get)
-                raise HealthFailed(f"{len(failed)} object(s) failed:\n" + _describe(report, failed), report)
+                raise HealthFailed(f"{len(failed)} object(s) failed", report, failed)
             pending = [k for k, _ in targets if report[k].status is not HealthStatus.CURRENT]
             if not pending:
                 return report
             if time.monotonic() >= deadline:
                 _explain_workloads(mgr, targets, report, pending, lambda key: watchers[group_of(*key)].get)
                 raise HealthFailed(
-                    f"timed out after {options.timeout:g}s waiting for {len(pending)} object(s):\n"
-                    + _describe(report, pending),
+                    f"timed out after {options.timeout:g}s waiting for {len(pending)} object(s)",
                     report,
+                    pending,
                 )
             time.sleep(options.interval)
     finally:

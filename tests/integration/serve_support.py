@@ -197,6 +197,7 @@ def start_serve(
 
     With ``ports`` the given ``config`` is used as it is: its Runner document has those ports.
     ``preexec_fn`` runs in the child before serve starts (e.g. to cap its memory).
+    The log is JSON (what ``events`` reads) unless ``log_format`` says ``text``.
     """
     directory.mkdir(parents=True, exist_ok=True)
     metrics_port, webhook_port = ports or (free_port(), free_port())

@@ -266,6 +266,44 @@ def test_slack_gets_a_short_message_at_the_address_from_a_secret(
     assert text.endswith("2 created"), text
 
 
+def test_a_failure_naming_two_objects_is_whole_or_summarised_never_cut(
+    cluster: Cluster, registry: Registry, recorder: Recorder, unique: str, tmp_path: Path
+) -> None:
+    """The API server refuses two objects: the commit status (140 characters) gets the summary,
+    Slack and the generic event the whole error with both objects."""
+    runner_ns = f"{unique}-r"
+    secret(cluster, runner_ns, "github-token", token=TOKEN)
+    secret(cluster, runner_ns, "slack", address=recorder.url + SLACK_PATH)
+    bad = {"bad key!": "x"}
+    files = {
+        "a.yaml": dump(namespace(unique), configmap("first", unique, bad), configmap("second", unique, bad))
+    }
+    url = push_built_from(registry, f"{unique}/app", files)
+    notify = [
+        github(recorder.url),
+        {"type": "slack", "secretRef": {"name": "slack"}},
+        {"type": "generic", "address": recorder.url + "/flux"},
+    ]
+    config = reconcile_config(
+        tmp_path / "lockgate.yaml", runner("east"), sync_doc("web", by_tag(url), runner_ns, notify=notify)
+    )
+    run = cli(cluster, "--config", str(config))
+    assert run.code == int(ExitCode.APPLY), run.err
+    objects = (f"ConfigMap/{unique}/first", f"ConfigMap/{unique}/second")
+    failure = statuses(recorder)[-1].json()
+    description = failure["description"]
+    assert failure["state"] == "failure" and len(description) <= 140, failure
+    assert description.startswith("2 objects failed to apply: ConfigMap/"), description
+    assert re.search(r", \+1 more$", description) and " - " not in description, description
+    [slack] = recorder.requests(SLACK_PATH)
+    text = slack.json()["text"]
+    assert text.startswith(f":x: {runner_ns}/web on east: ApplyFailed at v1@sha256:"), text
+    assert all(o in text for o in objects) and text.count("bad key!") >= 2, text
+    [event] = recorder.requests("/flux")
+    message = event.json()["message"]
+    assert message.startswith("2 objects failed to apply:\n") and all(o in message for o in objects)
+
+
 def _failures(served_metrics: str, provider: str, sync: str) -> float:
     for line in served_metrics.splitlines():
         if line.startswith(f'lockgate_notification_failures_total{{provider="{provider}",sync="{sync}"}}'):

@@ -288,8 +288,11 @@ def test_verification_refusals_leave_the_cluster_untouched(
         cluster, url, "--name", unique, "-n", f"{unique}-r", "--verify-key", str(tmp_path / "cosign.pub")
     )
     assert wrong.code == 4, wrong.err
-    assert get(cluster, "namespace", unique) is None
-    assert get(cluster, "namespace", f"{unique}-r") is None
+    assert get(cluster, "namespace", unique) is None  # nothing of the artifact was applied
+    # only the runner's record of the refusal, for lockgate status: a parent without members
+    parent = get(cluster, "secret", f"lockgate-{unique}", f"{unique}-r")
+    assert parent is not None and parent["metadata"]["annotations"]["lockgate.dev/members"] == "0"
+    assert set(parent["data"]) == {"inventory.json.gz"}
     right = keys.load_private_key(pair.private_pem, b"pw")
     sign.sign_with_key(url.split(":latest")[0] + url.split(":latest")[1], right)
     signed = cli(

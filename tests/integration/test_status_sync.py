@@ -20,6 +20,9 @@ STATUS_KEYS = {
     "digest",
     "verifiedBy",
     "waiting",
+    "ready",
+    "suspended",
+    "lastAttempt",
     "lastResult",
     "health",
     "members",
@@ -49,11 +52,24 @@ def test_status_lists_each_sync_and_shows_one_with_its_history(
     table = lockgate(cluster, "status", "-n", runner)
     assert table.code == 0, table.err
     header, first, second = table.out.splitlines()
-    assert header.split() == ["NAME", "REVISION", "VERIFIED", "BY", "RESULT", "HEALTH", "WHEN", "MEMBERS"]
+    assert header.split() == [
+        "NAME",
+        "READY",
+        "SUSPENDED",
+        "REVISION",
+        "VERIFIED",
+        "BY",
+        "HEALTH",
+        "LAST",
+        "ATTEMPT",
+        "SINCE",
+        "MEMBERS",
+        "MESSAGE",
+    ]
     digest = one.rsplit("@", 1)[1]
-    assert first.split()[:2] == ["one", f"latest@{digest[:19]}"]
-    assert "Succeeded" in first and "Healthy" in first and first.split()[-1] == "2"
-    assert second.split()[0] == "two" and "Unknown" in second  # no wait: health not checked
+    assert first.split()[:4] == ["one", "True", "False", f"latest@{digest[:19]}"]
+    assert "Succeeded" in first and "Healthy" in first and f"Applied revision: latest@{digest[:19]}" in first
+    assert second.split()[:2] == ["two", "True"] and "Unknown" in second  # no wait: health not checked
 
     docs = lockgate(cluster, "status", "-n", runner, "-o", "json").json()
     assert [d["name"] for d in docs] == ["one", "two"] and set(docs[0]) == STATUS_KEYS
@@ -61,11 +77,27 @@ def test_status_lists_each_sync_and_shows_one_with_its_history(
     assert docs[0]["verifiedBy"] == "nobody (--insecure-skip-verify)"
     assert docs[0]["lastResult"]["status"] == "Succeeded" and docs[0]["lastResult"]["time"].endswith("Z")
     assert docs[0]["history"][0]["result"] == "Succeeded" and docs[0]["history"][0]["health"] == "Healthy"
+    assert docs[0]["ready"] == {
+        "status": "True",
+        "reason": "ReconciliationSucceeded",
+        "message": f"Applied revision: latest@{digest}",
+        "summary": f"Applied revision: latest@{digest}",
+    }
+    assert docs[0]["suspended"] is False
+    attempt = docs[0]["lastAttempt"]
+    assert (attempt["result"], attempt["revision"], attempt["exitCode"]) == (
+        "Succeeded",
+        f"latest@{digest}",
+        0,
+    )
+    assert attempt["message"] == "2 created; 2 objects healthy" and attempt["time"].endswith("Z")
 
     detail = lockgate(cluster, "status", "one", "-n", runner)
     assert detail.code == 0, detail.err
     assert f"  digest:    {digest}" in detail.out
     assert "  health:    Healthy" in detail.out
+    assert "  ready:     True (ReconciliationSucceeded)" in detail.out
+    assert "  attempt:   Succeeded since " in detail.out
     lines = detail.out.splitlines()
     row = lines[lines.index("  history:") + 2].split()
     assert row[1:4] == [f"latest@{digest[:19]}", "Succeeded", "Healthy"]

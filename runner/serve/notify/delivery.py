@@ -244,7 +244,7 @@ class _Retryable(requests.RequestException):
 def _describe(exc: BaseException) -> str:
     """A failure without the URL (a Slack URL's path is its credential) or a header."""
     if isinstance(exc, LockgateError):
-        return scrub(exc.message.splitlines()[0])
+        return scrub(exc.message)  # whole: a LockgateError carries no URL or header
     if isinstance(exc, _Retryable):
         return str(exc)
     if isinstance(exc, requests.Timeout):

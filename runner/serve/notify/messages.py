@@ -7,7 +7,9 @@ annotations (``main@sha1:<sha>``, Flux's format). Generic: Flux's event
 (``fluxcd/pkg`` ``runtime/events.Event``: ``involvedObject``, ``severity``, ``timestamp``,
 ``message``, ``reason``, ``metadata``, ``reportingController``), with the metadata keys
 without a group prefix, as notification-controller forwards them. Slack: an incoming-webhook
-``text`` of one or two lines.
+``text``: a line saying what happened, then the error whole. An error is summarised
+(``lockgate.summary``) only where the provider has no room for it: the 140 characters of a
+commit status's description.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from typing import Any, Literal
 from urllib.parse import quote
 
 from lockgate.errors import HealthError
+from lockgate.summary import summarise
 from runner.inventory import events
 from runner.pipeline.result import Result
 
@@ -31,6 +34,8 @@ CONTROLLER = "lockgate"
 MAX_DESCRIPTION = 140
 #: Flux's limit on an event's message
 MAX_MESSAGE = 39_000
+#: Slack's limit on a message's text is 40,000 characters
+MAX_SLACK = 39_000
 HEALTH_FAILED = "HealthCheckFailed"
 
 State = Literal["pending", "success", "failure"]
@@ -72,9 +77,8 @@ def outcome(result: Result) -> tuple[State, str]:
         healthy = f", {len(result.health)} objects healthy" if result.health else ""
         return "success", clip(f"applied {result.changeset.summary()}{healthy}", MAX_DESCRIPTION)
     prefix = "health check failed: " if isinstance(result.error, HealthError) else ""
-    # the reason's lines in one (a health failure names the objects on the lines after the first)
-    reason = " ".join(line.strip() for line in result.error.message.splitlines() if line.strip())
-    return "failure", clip(prefix + reason, MAX_DESCRIPTION)
+    # the objects a failure names are on the lines after the first: summarised with them
+    return "failure", prefix + summarise(result.error.message, MAX_DESCRIPTION - len(prefix))
 
 
 def pending(result: Result) -> tuple[State, str]:
@@ -83,6 +87,11 @@ def pending(result: Result) -> tuple[State, str]:
 
 def clip(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def whole_or_summary(text: str, limit: int) -> str:
+    """``text`` whole when it fits in ``limit``, else its summary: never cut."""
+    return text if len(text) <= limit else summarise(text, limit)
 
 
 def commit_status(state: State, description: str, context: str, target_url: str | None) -> bytes:
@@ -102,7 +111,7 @@ def reason_of(result: Result) -> str:
 
 def message_of(result: Result) -> str:
     if result.error is not None:
-        return clip(result.error.message, MAX_MESSAGE)
+        return whole_or_summary(result.error.message, MAX_MESSAGE)
     lines = [f"{e.key} {e.action.value}" for e in result.changeset.entries if e.action.value != "unchanged"]
     return clip("\n".join(lines) or result.changeset.summary(), MAX_MESSAGE)
 
@@ -149,8 +158,8 @@ def slack_message(result: Result, *, cluster: str) -> bytes:
     if result.error is None:
         text = f":white_check_mark: {where}: applied {result.revision}: {result.changeset.summary()}"
     else:
-        first = clip(result.error.message.splitlines()[0], 300)
-        text = f":x: {where}: {reason_of(result)} at {result.revision or result.url}\n{first}"
+        header = f":x: {where}: {reason_of(result)} at {result.revision or result.url}\n"
+        text = header + whole_or_summary(result.error.message, MAX_SLACK - len(header))
     return _dumps({"text": text})
 
 

@@ -213,7 +213,7 @@ def build_app(
         try:
             body = await run_in_threadpool(views.overview)
         except LockgateError as exc:
-            return JSONResponse({"error": exc.message.splitlines()[0]}, 503, headers=NO_STORE)
+            return JSONResponse({"error": exc.message}, 503, headers=NO_STORE)
         return JSONResponse(body, headers=NO_STORE)
 
     async def one(request: Request) -> Response:
@@ -221,7 +221,7 @@ def build_app(
         try:
             body = await run_in_threadpool(views.sync, name)
         except LockgateError as exc:
-            return JSONResponse({"error": exc.message.splitlines()[0]}, 503, headers=NO_STORE)
+            return JSONResponse({"error": exc.message}, 503, headers=NO_STORE)
         if body is None:
             return JSONResponse({"error": f"no sync named {name!r}"}, 404, headers=NO_STORE)
         return JSONResponse(body, headers=NO_STORE)

@@ -132,7 +132,7 @@ class Reader:
             try:
                 listing = self._listing(namespace)
             except LockgateError as exc:
-                problems.append(f"namespace {namespace}: {exc.message.splitlines()[0]}")
+                problems.append(f"namespace {namespace}: {exc.message}")
                 continue
             by_namespace[namespace] = {inv.name: inv for inv in listing.inventories}
             problems.extend(f"Secret {namespace}/{name}: {why}" for name, why in listing.problems)
@@ -177,7 +177,7 @@ class Reader:
                     and (e.get("involvedObject") or {}).get("kind") == "Secret"
                 ]
             except LockgateError as exc:
-                events_error = f"cannot list Events in {inventory.namespace}: {exc.message.splitlines()[0]}"
+                events_error = f"cannot list Events in {inventory.namespace}: {exc.message}"
         return view.detail(
             inventory,
             events=events,

@@ -1,7 +1,10 @@
 """The status page's JSON documents, from inventories, Events and a running ``serve``'s live state.
 
-Pure. ``overview`` is one row per sync (what ``lockgate status`` prints, plus the link to the
-source commit and, under ``serve``, readiness, duration and the next pass); ``detail`` adds
+Pure. ``overview`` is one row per sync (what ``lockgate status`` prints: readiness, the
+applied revision and its health, the last attempt; plus the link to the source commit and,
+under ``serve``, what it knows newer than the inventory, the duration and the next pass).
+Messages come whole with their one-line ``summary`` (``lockgate.summary``), so the page
+shows the summary where room is short and the whole one a click away. ``detail`` adds
 the history, the last change set with its field-level changes (Secret values are masked by
 ``lockgate.diff`` before they reach a ``ChangeSet``, so none can reach this module), the
 unhealthy objects of the last pass, drift corrections and the sync's Events. Without a live
@@ -16,12 +19,16 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from lockgate.summary import summarise
 from runner.pipeline import status
+from runner.plan import attempt
 from runner.plan.inventory import Inventory
 
 #: ``main@sha1:<hex>`` (Flux's and lockgate push's form), ``sha1:<hex>`` or a bare commit
 _COMMIT = re.compile(r"(?:^|[@:])([0-9a-f]{7,64})$")
 MAX_EVENTS = 20
+#: the overview's column for why a sync is (not) ready: one summarised line
+OVERVIEW_SUMMARY = 140
 
 
 @dataclass(frozen=True)
@@ -37,7 +44,10 @@ class LiveSync:
     """What a running ``serve`` knows about a sync beyond its inventory."""
 
     ready: bool
+    #: why (not): the scheduler's words, whole
     reason: str
+    #: the Ready reason word of the last outcome seen (``ReconciliationSucceeded``, ``ArtifactFailed``...)
+    reason_word: str = ""
     running: bool = False
     suspended: bool = False
     #: RFC 3339; empty when no pass is scheduled (suspended, run by another replica)
@@ -45,8 +55,9 @@ class LiveSync:
     #: the last pass or check, RFC 3339, and how long it took
     last_at: str = ""
     last_seconds: float | None = None
-    #: the last full pass: {time, revision, outcome, error}
-    last_pass: dict[str, Any] | None = None
+    #: the last attempt seen by this serve (a full pass, or a check that failed), as
+    #: ``status.attempt_json`` shapes the inventory's
+    last_attempt: dict[str, Any] | None = None
     #: the last full pass that changed something: {time, revision, counts, objects}
     last_change: dict[str, Any] | None = None
     #: objects of the last full pass that were not Current: {object, status, message}
@@ -71,13 +82,53 @@ def _provenance(p: Provenance | None) -> dict[str, str] | None:
     return {"source": p.source, "revision": p.revision, "url": commit_url(p)}
 
 
+def _ready(inventory: Inventory, live: LiveSync | None) -> attempt.Readiness:
+    """The parent's Ready condition, or what a running ``serve`` knows newer."""
+    recorded = status.readiness(inventory)
+    if recorded.reason == attempt.NEVER_RAN and (
+        inventory.suspended or (live is not None and live.suspended)
+    ):
+        recorded = attempt.Readiness(
+            "False", recorded.reason, "suspended: no pass runs until spec.suspend is false"
+        )
+    if live is None:
+        return recorded
+    if live.ready:
+        if recorded.ready:
+            return recorded
+        return attempt.Readiness("True", attempt.SUCCEEDED_REASON, live.reason)
+    if live.reason_word == "Abandoned":
+        return attempt.Readiness("Unknown", live.reason_word, live.reason)
+    if not live.reason_word and not recorded.ready and recorded.status != "Unknown":
+        return recorded  # nothing seen yet in this process: the parent's word stands
+    return attempt.Readiness("False", live.reason_word or attempt.NEVER_RAN, live.reason)
+
+
+def _last_attempt(inventory: Inventory, live: LiveSync | None) -> dict[str, Any] | None:
+    if live is not None and live.last_attempt is not None:
+        return live.last_attempt
+    recorded = status.attempt_json(inventory.last_attempt)
+    if recorded is None and inventory.last_result.get("status"):
+        # an older runner's parent: its last result stands for the last attempt
+        summary = str(inventory.last_result.get("summary", ""))
+        recorded = {
+            "result": str(inventory.last_result["status"]),
+            "time": inventory.history[0].time if inventory.history else "",
+            "revision": inventory.revision,
+            "digest": inventory.digest,
+            "reason": "",
+            "message": summary,
+            "summary": summarise(summary),
+            "exitCode": 0,
+        }
+    return recorded
+
+
 def row(
     inventory: Inventory, *, provenance: Provenance | None = None, live: LiveSync | None = None
 ) -> dict[str, Any]:
     """One sync of the overview."""
     base = status.to_json(inventory)
-    last = base["lastResult"]
-    ok = last.get("status") in ("Succeeded", "RolledBack") and base["health"] != "Unhealthy"
     return {
         "name": inventory.name,
         "namespace": inventory.namespace,
@@ -86,14 +137,12 @@ def row(
         "digest": inventory.digest,
         "commit": _provenance(provenance),
         "verifiedBy": base["verifiedBy"],
-        "result": last.get("status", ""),
-        "summary": last.get("summary", ""),
-        "health": base["health"],
-        "ready": live.ready if live is not None else ok,
-        "reason": live.reason if live is not None else str(last.get("summary", "")),
+        "ready": _ready(inventory, live).to_json(OVERVIEW_SUMMARY),
+        "suspended": (live.suspended if live is not None else False) or inventory.suspended,
         "running": live.running if live is not None else False,
-        "suspended": live.suspended if live is not None else False,
-        "lastPass": (live.last_at if live is not None and live.last_at else last.get("time", "")),
+        "health": base["health"],
+        "lastAttempt": _last_attempt(inventory, live),
+        "lastPass": live.last_at if live is not None else None,
         "lastSeconds": live.last_seconds if live is not None else None,
         "nextPass": live.next_pass if live is not None else None,
         "members": base["members"],
@@ -102,18 +151,20 @@ def row(
 
 
 def pending_row(name: str, namespace: str, live: LiveSync) -> dict[str, Any]:
-    """A configured sync whose inventory does not exist yet (it has not run, or failed before)."""
-    empty = Inventory(name=name, namespace=namespace)
-    return row(empty, live=live) | {"result": "", "health": "Unknown"}
+    """A configured sync whose inventory does not exist yet (it has not run, or failed before
+    anything could be recorded)."""
+    return row(Inventory(name=name, namespace=namespace), live=live)
 
 
 def event_json(event: Mapping[str, Any]) -> dict[str, Any]:
     """The parts of an Event the page shows."""
     meta = event.get("metadata") or {}
+    message = str(event.get("message", ""))
     return {
         "type": str(event.get("type", "")),
         "reason": str(event.get("reason", "")),
-        "message": str(event.get("message", "")),
+        "message": message,
+        "summary": summarise(message),
         "time": str(
             event.get("lastTimestamp") or event.get("eventTime") or meta.get("creationTimestamp") or ""
         ),
@@ -138,10 +189,9 @@ def detail(
     shown = sorted((event_json(e) for e in events), key=lambda e: e["time"], reverse=True)[:MAX_EVENTS]
     return base | {
         "live": live is not None,
-        "history": [e.to_json() for e in inventory.history],
+        "history": status.history_json(inventory.history),
         "rejected": list(inventory.rejected),
         "requestedAt": inventory.requested_at,
-        "lastPassDetail": live.last_pass if live is not None else None,
         "lastChange": live.last_change if live is not None else None,
         "unhealthy": live.unhealthy if live is not None else None,
         "drift": live.drift if live is not None else None,

@@ -13,7 +13,7 @@ from dataclasses import replace
 
 import pytest
 
-from lockgate.errors import Abandoned, RegistryError
+from lockgate.errors import Abandoned, RegistryError, ShuttingDown
 from runner.pipeline.reconcile import Schedule, SyncOptions
 from runner.pipeline.result import Result
 from runner.pipeline.source import SourceSpec
@@ -263,7 +263,16 @@ def test_stop_abandons_a_pass_at_its_next_write(world: World, make: Callable[...
     t0 = time.monotonic()
     assert s.stop(grace=3)
     assert time.monotonic() - t0 < 1.0
-    wait_until(lambda: outcome == [sched.ABANDONED])
+    # stop returns once the last outcome is observed (logged): nothing is logged after "stopped"
+    assert outcome == [sched.ABANDONED]
+
+
+def test_the_guard_says_the_runner_is_shutting_down(make: Callable[..., sched.Scheduler]) -> None:
+    s = make()
+    s.guard()
+    s.stop(grace=0.1)
+    with pytest.raises(ShuttingDown, match="shutting down"):
+        s.guard()
 
 
 def test_reconfigure_keeps_timing_of_unchanged_syncs(

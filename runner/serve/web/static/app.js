@@ -1,5 +1,8 @@
 // lockgate status page: reads /api/syncs (and /api/syncs/NAME) every few seconds and renders
 // them with DOM calls only (textContent, never innerHTML), so no value can become markup.
+// Messages come whole with a one-line summary made by the server: where room is short the
+// summary is shown, and the whole message is one click away (a <details> that stays open
+// across updates).
 "use strict";
 
 (function () {
@@ -53,8 +56,16 @@
     return seconds > 1 ? "in " + amount : abs <= 1 ? "now" : amount + " ago";
   }
 
-  function shorten(text, max) {
-    return text.length <= max ? text : text.slice(0, max - 1) + "…";
+  // the summary, and the whole message behind it when they differ
+  function expandable(summary, whole, key) {
+    if (!whole) return null;
+    if (!summary || summary === whole) return el("span", { class: "message" }, whole);
+    return el(
+      "details",
+      { class: "message", "data-key": key },
+      el("summary", {}, summary),
+      el("pre", {}, whole),
+    );
   }
 
   function seconds(value) {
@@ -66,16 +77,26 @@
     return el("span", { class: "badge " + (ok === true ? "ok" : ok === false ? "bad" : "unknown") + (extra ? " " + extra : "") }, text);
   }
 
-  function readyBadge(sync) {
-    if (sync.suspended) return badge(null, "Suspended");
-    if (sync.running) return badge(null, "Running", "running");
-    return badge(sync.ready, sync.ready ? "Ready" : "Not ready");
+  function readyBadges(sync) {
+    const ready = sync.ready || {};
+    const status = ready.status === "True" ? badge(true, "Ready") : ready.status === "False" ? badge(false, "Not ready") : badge(null, "Ready unknown");
+    const parts = [status];
+    if (sync.suspended) parts.push(" ", badge(null, "Suspended", "warn"));
+    if (sync.running) parts.push(" ", badge(null, "Running", "running"));
+    if (ready.reason && ready.status !== "True") parts.push(" ", el("span", { class: "word" }, ready.reason));
+    return parts;
   }
 
   function resultBadge(result) {
     if (!result) return badge(null, "Not run");
-    const ok = result === "Succeeded" ? true : result === "RolledBack" ? null : false;
-    return badge(ok, result, result === "RolledBack" ? "warn" : "");
+    const ok = result === "Succeeded" ? true : ["RolledBack", "Progressing", "Abandoned"].includes(result) ? null : false;
+    return badge(ok, result, result === "RolledBack" || result === "Abandoned" ? "warn" : "");
+  }
+
+  function attemptCell(attempt, sync) {
+    if (!attempt) return [resultBadge(""), sync.nextPass === "" && sync.suspended ? " (suspended)" : ""];
+    const took = attempt.seconds !== null && attempt.seconds !== undefined ? el("span", { class: "duration" }, " (" + seconds(attempt.seconds) + ")") : null;
+    return [resultBadge(attempt.result), " ", when(attempt.time), took];
   }
 
   function revisionCell(sync) {
@@ -103,12 +124,16 @@
         "tr",
         { id: "sync-" + sync.name, "data-sync": sync.name },
         el("th", { scope: "row", "data-label": "Sync" }, el("a", { href: "/sync/" + encodeURIComponent(sync.name) }, sync.name)),
-        cell("Ready", readyBadge(sync), sync.reason ? el("span", { class: "reason" }, shorten(sync.reason, 140)) : null),
+        cell(
+          "Ready",
+          readyBadges(sync),
+          sync.ready && sync.ready.status !== "True" ? el("div", { class: "reason" }, expandable(sync.ready.summary, sync.ready.message, "ready-" + sync.name)) : null,
+        ),
         cell("Revision", revisionCell(sync)),
         cell("Digest", el("code", { class: "digest", title: sync.digest }, shortDigest(sync.digest))),
         cell("Verified by", sync.verifiedBy),
-        cell("Result", resultBadge(sync.result), " ", sync.health && sync.health !== "Unknown" ? sync.health : ""),
-        cell("Last pass", when(sync.lastPass), sync.lastSeconds !== null && sync.lastSeconds !== undefined ? el("span", { class: "duration" }, " (" + seconds(sync.lastSeconds) + ")") : null),
+        cell("Health", sync.health),
+        cell("Last attempt", attemptCell(sync.lastAttempt, sync)),
         cell("Next pass", sync.nextPass ? when(sync.nextPass) : sync.nextPass === null ? "n/a" : "not scheduled"),
       ),
     );
@@ -119,7 +144,7 @@
       el(
         "thead",
         {},
-        el("tr", {}, ["Sync", "Ready", "Revision", "Digest", "Verified by", "Result", "Last pass", "Next pass"].map((h) => el("th", { scope: "col" }, h))),
+        el("tr", {}, ["Sync", "Ready", "Revision", "Digest", "Verified by", "Health", "Last attempt", "Next pass"].map((h) => el("th", { scope: "col" }, h))),
       ),
       el("tbody", {}, rows),
     );
@@ -182,16 +207,16 @@
   }
 
   function detail(doc) {
+    const attempt = doc.lastAttempt;
     const facts = [
       ["Namespace", doc.namespace],
-      ["Ready", [readyBadge(doc), doc.reason ? el("span", { class: "reason" }, doc.reason) : null]],
-      ["Source", el("code", {}, doc.source)],
-      ["Revision", revisionCell(doc)],
-      ["Digest", el("code", { class: "digest" }, doc.digest)],
-      ["Verified by", doc.verifiedBy],
-      ["Last result", [resultBadge(doc.result), " ", doc.summary]],
+      ["Ready", readyBadges(doc)],
+      ["Source", doc.source ? el("code", {}, doc.source) : "none pulled yet"],
+      ["Revision", doc.revision || doc.digest ? revisionCell(doc) : "none applied yet"],
+      ["Digest", doc.digest ? el("code", { class: "digest" }, doc.digest) : "none applied yet"],
+      ["Verified by", doc.verifiedBy || "none applied yet"],
       ["Health", doc.health],
-      ["Last pass", [when(doc.lastPass), doc.lastSeconds !== null && doc.lastSeconds !== undefined ? " (" + seconds(doc.lastSeconds) + ")" : ""]],
+      ["Last attempt", [attemptCell(attempt, doc), attempt && attempt.revision ? [" at ", el("code", {}, shortDigest(attempt.revision))] : null]],
       ["Next pass", doc.nextPass ? when(doc.nextPass) : doc.nextPass === null ? "n/a (no lockgate serve)" : "not scheduled"],
       ["Objects", String(doc.members)],
     ];
@@ -201,13 +226,17 @@
       el("h1", {}, "Sync ", el("span", { class: "name" }, doc.name)),
       el("dl", { class: "facts" }, facts.map(([k, v]) => [el("dt", {}, k), el("dd", {}, v)])),
     ];
-    if (doc.lastPassDetail && doc.lastPassDetail.error) {
-      parts.push(el("div", { class: "error", role: "note" }, el("strong", {}, "Last pass failed: "), el("pre", {}, doc.lastPassDetail.error)));
+    // the whole messages: why the sync is not ready, and how the last attempt ended
+    if (doc.ready && doc.ready.status !== "True" && doc.ready.message) {
+      parts.push(el("div", { class: "error", role: "note", id: "why" }, el("strong", {}, "Not ready (" + doc.ready.reason + "): "), el("pre", {}, doc.ready.message)));
+    }
+    if (attempt && attempt.result !== "Succeeded" && attempt.message && !(doc.ready && attempt.message === doc.ready.message)) {
+      parts.push(el("div", { class: "error", role: "note", id: "attempt" }, el("strong", {}, "Last attempt " + attempt.result + ": "), el("pre", {}, attempt.message)));
     }
     parts.push(
       section(
         "unhealthy",
-        "Unhealthy objects",
+        "Unhealthy objects now",
         liveOnly(doc, doc.unhealthy, (items) =>
           items.length
             ? table("Unhealthy objects", ["Object", "Status", "Reason"], items.map((u) => [el("code", {}, u.object), badge(false, u.status), u.message]), "unhealthy")
@@ -221,7 +250,7 @@
           ? table(
               "History, newest first",
               ["Time", "Revision", "Result", "Health", "Verified by", "Message"],
-              doc.history.map((h) => [when(h.time), el("code", {}, shortDigest(h.revision || h.digest)), resultBadge(h.result), h.health, h.verifiedBy, h.message]),
+              doc.history.map((h, i) => [when(h.time), el("code", {}, shortDigest(h.revision || h.digest)), resultBadge(h.result), h.health, h.verifiedBy, expandable(h.summary, h.message, "history-" + i + "-" + h.digest)]),
               "history",
             )
           : el("p", {}, "No passes recorded yet."),
@@ -231,7 +260,7 @@
         "Last change set",
         liveOnly(doc, doc.lastChange, (change) =>
           change
-            ? [el("p", {}, when(change.time), " at ", el("code", {}, shortDigest(change.revision))), changeSet(change.objects)]
+            ? [el("p", {}, when(change.time), change.rollback ? " by the rollback to " : " at ", el("code", {}, shortDigest(change.revision))), changeSet(change.objects)]
             : el("p", {}, "No pass of this serve has changed anything yet."),
         ),
       ),
@@ -250,7 +279,7 @@
         doc.eventsError
           ? el("p", { class: "error" }, doc.eventsError)
           : doc.events.length
-          ? table("Events lockgate wrote, newest first", ["Time", "Type", "Reason", "Message"], doc.events.map((e) => [when(e.time), badge(e.type === "Normal" ? true : false, e.type), e.reason, e.message]), "events")
+          ? table("Events lockgate wrote, newest first", ["Time", "Type", "Reason", "Message"], doc.events.map((e, i) => [when(e.time), badge(e.type === "Normal" ? true : false, e.type), e.reason, expandable(e.summary, e.message, "event-" + i + "-" + e.time)]), "events")
           : el("p", {}, "No Events (they expire after an hour by default)."),
       ),
     );
@@ -260,7 +289,12 @@
   function render(doc) {
     const focused = document.activeElement;
     const focusKey = focused && focused.getAttribute ? focused.getAttribute("href") : null;
+    // a whole message someone opened stays open when the page updates
+    const open = new Set(Array.from(main.querySelectorAll("details[open][data-key]"), (d) => d.getAttribute("data-key")));
     main.replaceChildren(...(syncName ? detail(doc) : overview(doc)).flat());
+    for (const details of main.querySelectorAll("details[data-key]")) {
+      if (open.has(details.getAttribute("data-key"))) details.open = true;
+    }
     if (focusKey) {
       const again = main.querySelector('a[href="' + CSS.escape(focusKey) + '"]');
       if (again) again.focus();

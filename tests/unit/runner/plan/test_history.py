@@ -103,10 +103,16 @@ def test_rejected_digests_are_listed_once_newest_first_and_capped() -> None:
 
 
 def test_entries_round_trip_and_unknown_words_read_leniently() -> None:
-    one = entry("sha256:a", message="x" * 500)
+    listed = "\n".join(f"  - ConfigMap/ns/c{i}: refused" for i in range(20))
+    one = entry("sha256:a", message=f"20 objects failed to apply:\n{listed}")
     (kept,) = history.record([], one)
-    assert len(kept.message) == history.MAX_MESSAGE
+    assert kept.message == one.message  # kept whole, every object in it
     assert Entry.from_json(kept.to_json()) == kept
+    # beyond the bound: summarised, never cut in the middle of an object
+    many = "\n".join(f"  - ConfigMap/ns/c{i}: {'refused ' * 20}" for i in range(100))
+    (long,) = history.record([], entry("sha256:a", message=f"100 objects failed to apply:\n{many}"))
+    assert len(long.message) <= history.MAX_MESSAGE and long.message.endswith(" more")
+    assert long.message.startswith("100 objects failed to apply: ConfigMap/ns/c0 (refused")
     odd = Entry.from_json({"digest": "sha256:z", "result": "Exploded", "health": "Shiny"})
     assert (odd.result, odd.health, odd.was_healthy) == (Outcome.FAILED, Summary.UNKNOWN, False)
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from lockgate.diff.changeset import Action, ChangeSet, Entry
-from lockgate.errors import HealthError, UsageError
+from lockgate.errors import ApplyError, HealthError, UsageError
 from lockgate.manifests import ObjectKey
 from runner.pipeline import config
 from runner.pipeline.result import Result
@@ -64,10 +64,28 @@ def test_a_failure_description_is_the_reason_in_at_most_140_characters() -> None
     )
     state, description = messages.outcome(result)
     assert state == "failure" and len(description) == 140
+    # the object and its reason, shortened: a summary, never a dangling colon
     assert description.startswith(
-        "health check failed: timed out after 2s waiting for 1 object(s): Deployment/x"
+        "health check failed: timed out after 2s waiting for 1 object(s): Deployment/x/stuck (yyy"
     )
-    assert description.endswith("…")
+    assert description.endswith("…)")
+
+
+def test_a_failure_naming_several_objects_is_summarised_with_a_count() -> None:
+    result = _result()
+    result.error = ApplyError(
+        "3 objects failed to apply",
+        details=[
+            f"ConfigMap/web/c{i}: ConfigMap is invalid: data[bad key!]: Invalid value" for i in range(3)
+        ],
+    )
+    _, description = messages.outcome(result)
+    assert len(description) <= 140 and description.endswith("ConfigMap is…), +1 more"), description
+    assert description.startswith("3 objects failed to apply: ConfigMap/web/c0 (ConfigMap is invalid")
+    slack = json.loads(messages.slack_message(result, cluster="prod"))["text"]
+    assert all(f"ConfigMap/web/c{i}: ConfigMap is invalid" in slack for i in range(3)), slack
+    event = json.loads(messages.flux_event(result, now=dt.datetime(2030, 1, 1, tzinfo=dt.UTC)))
+    assert event["message"] == result.error.message
 
 
 def test_the_flux_event_and_its_signature() -> None:

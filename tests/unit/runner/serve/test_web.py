@@ -88,12 +88,25 @@ def test_without_serve_the_live_parts_are_unknown_not_empty() -> None:
         )
     ]
     local = view.detail(inventory, events=[])
-    assert local["ready"] is True and local["verifiedBy"] == "ci@example"
+    assert local["ready"]["status"] == "True" and local["verifiedBy"] == "ci@example"
     assert local["live"] is False and local["unhealthy"] is None and local["lastChange"] is None
-    assert local["nextPass"] is None and local["lastPass"] == "2030-01-01T00:00:00Z"
-    live = LiveSync(ready=False, reason="waiting for 'db' to be ready", next_pass="2030-01-01T00:05:00Z")
+    # an older runner's parent has no last attempt: its last result stands for it
+    assert local["nextPass"] is None and local["lastAttempt"]["time"] == "2030-01-01T00:00:00Z"
+    assert local["lastAttempt"]["result"] == "Succeeded"
+    live = LiveSync(
+        ready=False,
+        reason="waiting for 'db' to be ready",
+        reason_word="DependencyNotReady",
+        next_pass="2030-01-01T00:05:00Z",
+    )
     running = view.detail(inventory, events=[], live=live)
-    assert running["ready"] is False and running["unhealthy"] == [] and running["nextPass"] == live.next_pass
+    assert running["ready"] == {
+        "status": "False",
+        "reason": "DependencyNotReady",
+        "message": "waiting for 'db' to be ready",
+        "summary": "waiting for 'db' to be ready",
+    }
+    assert running["unhealthy"] == [] and running["nextPass"] == live.next_pass
 
 
 def test_events_newest_first_and_bounded() -> None:
