@@ -12,7 +12,8 @@ never expanded to be counted, and the structures they share are never walked twi
   merge keys) is scanned first (``scan_yaml``) and then built by PyYAML's safe loader.
 - ``scan_yaml``: the bounds alone, on the event stream, for callers that compose nodes
   themselves (``lockgate.located``, the image setters' markers).
-- ``json_value``: ``json.loads`` within a size and the same depth.
+- ``json_value``: ``json.loads`` within a size and the same depth (``lockgate.boundedjson``,
+  re-exported here; JSON-only readers import that module and never load PyYAML).
 
 Importing this module also lowers libyaml's own nesting limit (1,000 by default) to the
 depth bound, through libyaml's ``yaml_set_max_nest_level``, which PyYAML does not wrap:
@@ -24,13 +25,13 @@ refused when loaded.
 from __future__ import annotations
 
 import ctypes
-import json
 from typing import Any, NoReturn
 
 import yaml
 from yaml import events
 
 from lockgate import fastyaml, parselimits
+from lockgate.boundedjson import json_value
 from lockgate.errors import ExitCode, LockgateError, RenderError
 from lockgate.parselimits import DEFAULT, Exceeded, LimitExceeded, Limits
 
@@ -227,53 +228,3 @@ def _scanned_document(
             document=document,
             line=line,
         )
-
-
-def json_value(
-    data: bytes | str,
-    where: str,
-    *,
-    max_bytes: int,
-    limits: Limits = DEFAULT,
-    exit_code: ExitCode = ExitCode.RENDER,
-) -> Any:
-    """``json.loads(data)`` within ``max_bytes`` and the depth bound.
-
-    Malformed JSON raises what ``json.loads`` raises (``ValueError``), for the caller to
-    word; over a bound raises ``LimitExceeded`` naming ``where``.
-    """
-    if len(data) > max_bytes:
-        detail = f"{len(data):,} bytes is over the {max_bytes:,} allowed"
-        raise _exceeded(where, Exceeded("size", detail), exit_code)
-    try:
-        value = json.loads(data)
-    except RecursionError:
-        value = _TOO_DEEP
-    # a value deeper than the bound needs that many brackets: most documents are spared the walk
-    if value is _TOO_DEEP or (_brackets(data) > limits.max_depth and _depth(value) > limits.max_depth):
-        detail = f"nests deeper than {limits.max_depth} levels of objects and arrays"
-        raise _exceeded(where, Exceeded("depth", detail), exit_code)
-    return value
-
-
-_TOO_DEEP: Any = object()
-
-
-def _brackets(data: bytes | str) -> int:
-    if isinstance(data, bytes):
-        return data.count(b"[") + data.count(b"{")
-    return data.count("[") + data.count("{")
-
-
-def _depth(value: Any) -> int:
-    deepest = 0
-    stack: list[tuple[Any, int]] = [(value, 1)]
-    while stack:
-        node, depth = stack.pop()
-        if isinstance(node, dict):
-            node = node.values()
-        elif not isinstance(node, list):
-            continue
-        deepest = max(deepest, depth)
-        stack.extend((child, depth + 1) for child in node if isinstance(child, dict | list))
-    return deepest

@@ -17,12 +17,12 @@ from typing import TYPE_CHECKING, Any
 
 from action import cliopts
 from action.signing import password
-from lockgate import bounded, paths
+from lockgate import boundedjson, parselimits, paths
 from lockgate.errors import ExitCode, LockgateError, UsageError
 from lockgate.signing.options import VERIFY_FLAGS, VerifyOptions, build_policy, policy_warnings
 
 #: a predicate (an SBOM, say) may be large, but not larger than a file lockgate loads at all
-_MAX_PREDICATE = bounded.DEFAULT.max_bytes
+_MAX_PREDICATE = parselimits.DEFAULT.max_bytes
 
 if TYPE_CHECKING:
     from lockgate import registry
@@ -141,7 +141,7 @@ def read_predicate(path: Path) -> dict[str, Any]:
         reason = (exc.strerror or type(exc).__name__).lower()
         raise UsageError(f"cannot read --predicate {where}: {reason}") from None
     try:
-        value = bounded.json_value(
+        value = boundedjson.json_value(
             text, f"--predicate {where}", max_bytes=_MAX_PREDICATE, exit_code=ExitCode.USAGE
         )
     except ValueError as exc:

@@ -22,11 +22,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from lockgate import bounded
+from lockgate import boundedjson, parselimits
 from lockgate.errors import AuthError, ExitCode, UsageError
 
 #: a Docker config (a file, or a Secret's .dockerconfigjson) larger than this is not one
-_MAX_CONFIG = bounded.DEFAULT.max_document_bytes
+_MAX_CONFIG = parselimits.DEFAULT.max_document_bytes
 
 
 @dataclass(frozen=True)
@@ -67,7 +67,7 @@ def _read_config(path: Path) -> dict[str, Any]:
     except OSError as exc:
         raise UsageError(f"cannot read Docker config {path}: {exc.strerror}") from exc
     try:
-        value = bounded.json_value(
+        value = boundedjson.json_value(
             text, f"Docker config {path}", max_bytes=_MAX_CONFIG, exit_code=ExitCode.USAGE
         )
     except json.JSONDecodeError as exc:
@@ -99,7 +99,7 @@ def from_docker_config(data: bytes, host: str, *, origin: str) -> Credentials | 
     Secret's ``.dockerconfigjson``), matching ``auths`` keys as ``find`` does; None when no entry
     is for ``host``. ``origin`` names the config in messages, which never hold its values."""
     try:
-        value = bounded.json_value(data, origin, max_bytes=_MAX_CONFIG, exit_code=ExitCode.USAGE)
+        value = boundedjson.json_value(data, origin, max_bytes=_MAX_CONFIG, exit_code=ExitCode.USAGE)
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         line = f" (line {exc.lineno})" if isinstance(exc, json.JSONDecodeError) else ""
         raise UsageError(f"{origin} is not valid JSON{line}") from None
@@ -118,8 +118,8 @@ def from_docker_config(data: bytes, host: str, *, origin: str) -> Credentials | 
 def auth_hosts(data: bytes) -> list[str]:
     """The hosts a Docker config has ``auths`` entries for (for "no entry for X; it has Y")."""
     try:
-        value = bounded.json_value(data, "Docker config", max_bytes=_MAX_CONFIG)
-    except (json.JSONDecodeError, UnicodeDecodeError, bounded.LimitExceeded):
+        value = boundedjson.json_value(data, "Docker config", max_bytes=_MAX_CONFIG)
+    except (json.JSONDecodeError, UnicodeDecodeError, boundedjson.LimitExceeded):
         return []
     auths = value.get("auths") if isinstance(value, dict) else None
     return sorted({_normalise_host(str(k)) for k in auths}) if isinstance(auths, dict) else []

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from lockgate import bounded
+from lockgate import boundedjson
 from lockgate.errors import ExitCode, ResolveError
 from lockgate.registry.reference import DIGEST_PATTERN
 
@@ -32,7 +32,7 @@ MAX_DOCUMENT_BYTES = 4 << 20
 def read(data: bytes, where: str, *, max_bytes: int = MAX_DOCUMENT_BYTES) -> Any:
     """A registry's JSON document, within the parsing bounds (``lockgate.bounded``): a
     registry answering a document too large or too deep is refused, naming ``where``."""
-    return bounded.json_value(data, where, max_bytes=max_bytes, exit_code=ExitCode.RESOLVE)
+    return boundedjson.json_value(data, where, max_bytes=max_bytes, exit_code=ExitCode.RESOLVE)
 
 
 def sha256_digest(data: bytes) -> str:

@@ -26,7 +26,7 @@ from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec, padding, rsa
 
-from lockgate import bounded
+from lockgate import boundedjson
 from lockgate.errors import AuthError, UsageError, VerificationError
 
 SIGSTORE_PEM_TYPE = "ENCRYPTED SIGSTORE PRIVATE KEY"
@@ -96,12 +96,12 @@ def load_private_key(data: bytes, password: bytes, *, source: str = "the key fil
     if pem_type not in (SIGSTORE_PEM_TYPE, COSIGN_PEM_TYPE):
         raise UsageError(f"{source} is a PEM {pem_type!r} block, not an encrypted cosign private key")
     try:
-        doc = bounded.json_value(body, source, max_bytes=len(body))
+        doc = boundedjson.json_value(body, source, max_bytes=len(body))
         kdf, cipher = doc["kdf"], doc["cipher"]
         salt, nonce = _unb64(kdf["salt"]), _unb64(cipher["nonce"])
         sealed = _unb64(doc["ciphertext"])
         params = kdf["params"]
-    except (ValueError, KeyError, TypeError, bounded.LimitExceeded) as exc:
+    except (ValueError, KeyError, TypeError, boundedjson.LimitExceeded) as exc:
         raise UsageError(f"{source} is not a valid encrypted cosign key ({exc.__class__.__name__})") from None
     if kdf.get("name") != "scrypt" or cipher.get("name") != "nacl/secretbox":
         raise UsageError(

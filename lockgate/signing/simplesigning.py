@@ -15,7 +15,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from lockgate import bounded
+from lockgate import boundedjson
 from lockgate.errors import VerificationError
 
 MEDIA_TYPE = "application/vnd.dev.cosign.simplesigning.v1+json"
@@ -47,8 +47,8 @@ def encode(claim: SimpleSigning) -> bytes:
 def decode(payload: bytes) -> SimpleSigning:
     """Parse a payload; anything that is not a cosign image signature is a ``VerificationError``."""
     try:
-        doc = bounded.json_value(payload, "the signed payload", max_bytes=len(payload))
-    except (ValueError, UnicodeDecodeError, bounded.LimitExceeded):
+        doc = boundedjson.json_value(payload, "the signed payload", max_bytes=len(payload))
+    except (ValueError, UnicodeDecodeError, boundedjson.LimitExceeded):
         raise VerificationError("the signed payload is not valid JSON") from None
     try:
         critical = doc["critical"]

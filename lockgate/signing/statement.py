@@ -15,7 +15,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from lockgate import bounded
+from lockgate import boundedjson
 from lockgate.errors import VerificationError
 from lockgate.signing import keys
 
@@ -52,11 +52,11 @@ def check(
     if payload_type != PAYLOAD_TYPE:
         raise VerificationError(f"the signed envelope holds {payload_type!r}, not an in-toto statement")
     try:
-        doc = bounded.json_value(payload, "the signed statement", max_bytes=len(payload))
+        doc = boundedjson.json_value(payload, "the signed statement", max_bytes=len(payload))
         subjects = doc["subject"]
         found_type = doc["predicateType"]
         kind = doc["_type"]
-    except (ValueError, KeyError, TypeError, bounded.LimitExceeded):
+    except (ValueError, KeyError, TypeError, boundedjson.LimitExceeded):
         raise VerificationError(
             "the signed in-toto statement is not valid JSON with _type, subject and predicateType"
         ) from None

@@ -12,7 +12,7 @@ import io
 from dataclasses import dataclass
 from typing import Any
 
-from lockgate import bounded
+from lockgate import boundedjson
 from lockgate.errors import LockgateError, RegistryError, ResolveError
 from lockgate.registry import RegistryClient
 from lockgate.registry.oci import MAX_DOCUMENT_BYTES
@@ -47,8 +47,8 @@ def read_value(data: bytes | str, where: str) -> Any:
     raises ``ValueError``, as malformed JSON does: every caller refuses such a document
     the same way (a signature or attestation that does not count)."""
     try:
-        return bounded.json_value(data, where, max_bytes=MAX_DOCUMENT_BYTES)
-    except bounded.LimitExceeded as exc:
+        return boundedjson.json_value(data, where, max_bytes=MAX_DOCUMENT_BYTES)
+    except boundedjson.LimitExceeded as exc:
         raise ValueError(exc.message) from None
 
 

@@ -168,7 +168,7 @@ def test_push_and_build_refuse_a_bomb(registry: Registry, unique: str, tmp_path:
     pushed = bombs.lockgate("push", str(tree), registry.oci(unique, ":v1"))
     _refused(pushed, str(tree / "apps" / "bomb.yaml"), fixture)
     assert _client(registry, unique).head_manifest(unique, "v1") is None  # nothing was pushed
-    built = bombs.lockgate("build", str(tree), "-o", str(tmp_path / "layer.tgz"))
+    built = bombs.lockgate("build", str(tree), "-O", str(tmp_path / "layer.tgz"))
     _refused(built, str(tree / "apps" / "bomb.yaml"), fixture)
     assert not (tmp_path / "layer.tgz").exists()
 
@@ -295,7 +295,7 @@ def test_a_registry_document_nested_too_deep_is_refused(
     body = json.dumps(manifest)[:-1].encode() + b',"x":' + bombs.json_bomb(5000) + b"}"
     digest = client.put_manifest(unique, "v1", body, "application/vnd.oci.image.manifest.v1+json")
     where = f"manifest of oci://{registry.host}/{unique}:v1"
-    pulled = bombs.lockgate("pull", registry.oci(unique, ":v1"), "-o", str(tmp_path / "out"))
+    pulled = bombs.lockgate("pull", registry.oci(unique, ":v1"), "-O", str(tmp_path / "out"))
     assert pulled.code == 7, pulled.err
     assert f"{where}: nests deeper than 256 levels of objects and arrays (limit: depth)" in pulled.err
     run = _reconcile(cluster, registry.oci(unique, f":v1@{digest}"), unique)

@@ -18,6 +18,7 @@ mounts), so RBAC and admission answer exactly as they would in a cluster:
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -109,6 +110,17 @@ def token_secret(namespace: str, account: str) -> dict[str, Any]:
 
 def forbidden(refusal: str, *words: str) -> bool:
     return "forbidden" in refusal.lower() and all(word in refusal for word in words)
+
+
+def wait_until_enforced(cluster: Cluster, body: dict[str, Any], policy: str, *, seconds: float = 60) -> bool:
+    """Whether ``policy`` refuses ``body`` (a server-side dry run as admin) within ``seconds``."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        refused = request(cluster, cluster.kubeconfig, "create", "--dry-run=server", body=body)
+        if forbidden(refused, f"ValidatingAdmissionPolicy '{policy}'"):
+            return True
+        time.sleep(0.5)
+    return False
 
 
 def install(cluster: Cluster, unique: str, variant: str, namespaces: dict[str, str]) -> list[dict[str, Any]]:
@@ -207,7 +219,10 @@ def test_the_tenant_variant_denies_tokens_pods_as_itself_and_other_secrets(
         for account in ("lockgate-apply", "app"):
             refused = request(cluster, tenant_sa, "create", "token", account, "-n", tenant)
             assert forbidden(refused, 'cannot create resource "serviceaccounts/token"'), refused
-        # no Pod as the identity lockgate applies with: the policy refuses it, whoever asks
+        # no Pod as the identity lockgate applies with: the policy refuses it, whoever asks (the
+        # API server takes a new policy up asynchronously: wait until a server-side dry run says so)
+        enforced = wait_until_enforced(cluster, pod("as-apply", tenant, "lockgate-apply"), policy)
+        assert enforced, f"ValidatingAdmissionPolicy {policy} never enforced"
         for kubeconfig in (tenant_sa, cluster.kubeconfig):
             refused = request(cluster, kubeconfig, "create", body=pod("as-apply", tenant, "lockgate-apply"))
             assert forbidden(refused, f"ValidatingAdmissionPolicy '{policy}'", "lockgate-apply"), refused

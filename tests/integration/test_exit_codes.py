@@ -122,7 +122,8 @@ def world(
                     "spec": {"ports": [{"port": 99999}]},
                 },
             ),
-            "unhealthy/app.yaml": dump(deployment("web", name)),
+            # never healthy, with or without the controllers and kwok nodes: no node has the label
+            "unhealthy/app.yaml": dump(deployment("web", name, node_selector={"no-such-node": "true"})),
             "each/a/cm.yaml": cm,
             # a repository name past the registry's 255 characters: refused at upload, after a/
             f"each/{'b' * 250}/cm.yaml": cm,

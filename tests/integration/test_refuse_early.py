@@ -42,7 +42,7 @@ def test_directories_count_against_the_entry_limit_in_pull_reconcile_and_a_sync(
         (tree / f"d{i:05d}").mkdir()
     url = push_directory(registry, unique, tree)  # a layer of about 100 KB
     says = "more than 10000 entries, files and directories (limit); nothing was written"
-    pulled = lockgate("pull", url, "-o", str(tmp_path / "out"), "--max-files", "10000")
+    pulled = lockgate("pull", url, "-O", str(tmp_path / "out"), "--max-files", "10000")
     assert pulled.code == 8 and says in pulled.err, pulled.err
     assert not (tmp_path / "out").exists()
     args = ("--name", unique, "-n", f"{unique}-r", "--insecure-skip-verify")

@@ -95,7 +95,7 @@ def test_push_and_pull_through_storage_on_another_host_send_it_no_credentials(
     creds = ["--creds", f"{fronted.username}:{fronted.password}"]
     pushed = lockgate("push", str(write_tree(tmp_path / "src", unique)), ref, *creds, env=_isolated(tmp_path))
     assert pushed.code == 0, pushed.err
-    pulled = lockgate("pull", ref, "-o", str(tmp_path / "out"), *creds, env=_isolated(tmp_path))
+    pulled = lockgate("pull", ref, "-O", str(tmp_path / "out"), *creds, env=_isolated(tmp_path))
     assert pulled.code == 0, pulled.err
     assert (tmp_path / "out" / "ns.yaml").read_text() == (tmp_path / "src" / "ns.yaml").read_text()
 

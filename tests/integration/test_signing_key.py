@@ -8,7 +8,7 @@ import json
 import pytest
 
 from lockgate import registry
-from lockgate.errors import VerificationError
+from lockgate.errors import RegistryError, VerificationError
 from lockgate.signing import keys, layout, sign, verify
 from lockgate.signing.policy import KeyPolicy
 from tests.integration.signing_support import client_for, copy_manifest, digest_of, key_bundle, push_artifact
@@ -116,9 +116,12 @@ def test_corrupt_payload_signed_by_the_right_key_is_refused(registry: Registry, 
 
 
 def test_unreachable_registry_fails_closed() -> None:
+    """Refused, and the class says why: the registry's (exit 9), as in every command."""
     ref = registry.parse(f"oci://127.0.0.1:{free_port()}/nothing@sha256:" + "ab" * 32)
     client = registry.RegistryClient.for_reference(ref, retry=registry.RetryPolicy(attempts=1))
-    with pytest.raises(VerificationError, match=r"cannot reach registry .*refusing it"):
+    with pytest.raises(
+        RegistryError, match=r"cannot reach registry .*refusing it \(verification fails closed\)"
+    ):
         verify.verify(ref, policy_for(new_key()), client=client)
 
 

@@ -245,7 +245,11 @@ def test_only_marked_values_change(doc: tuple[str, list[str], dict[int, tuple[st
             continue
         spelled, value, style = marked[number]
         quote = {"plain": None, "single": "'", "double": '"'}[style]
-        assert new == old.replace(spelled, yamlvalues.render(value, style=quote), 1)
+        # the value is what stands last before the marker: a value spelled like the key's tail
+        # (key2: y2) or like part of the marker (a) is replaced there, not where it first appears
+        head, marker, comment = old.partition(" # {")
+        before, _, after = head.rpartition(spelled)
+        assert new == before + yamlvalues.render(value, style=quote) + after + marker + comment
     assert len(result.changes) == sum(
         1 for spelled, value, _ in marked.values() if spelled.strip("'\"") != value
     )

@@ -151,7 +151,11 @@ def certificate(raw: dict[str, str], der: dict[str, str]) -> x509.Certificate:
         .not_valid_after(now + dt.timedelta(minutes=10))
         .add_extension(
             x509.SubjectAlternativeName(
-                [x509.UniformResourceIdentifier(f"https://github.com/{OWN.removeprefix('https://github.com/')}")]
+                [
+                    x509.UniformResourceIdentifier(
+                        f"https://github.com/{OWN.removeprefix('https://github.com/')}"
+                    )
+                ]
             ),
             critical=True,
         )

@@ -72,10 +72,7 @@ def policy(**changes: object) -> KeylessPolicy:
             policy(issuer=Match(r"https://token\.actions\.githubusercontent\.com", regexp=True)),
         ),
         ("all five github claims", policy(github=RUN)),
-        *[
-            (f"github {name}", policy(github=GitHubClaims(**{name: getattr(RUN, name)})))
-            for name in OTHER
-        ],
+        *[(f"github {name}", policy(github=GitHubClaims(**{name: getattr(RUN, name)}))) for name in OTHER],
     ],
 )
 def test_accepts(name: str, accepted: KeylessPolicy, verifier: Verifier) -> None:
