@@ -18,7 +18,7 @@ import click
 from click.core import ParameterSource
 
 from lockgate import registry
-from lockgate.artifact.limits import Limits
+from lockgate.artifact import limits
 from lockgate.errors import Abandoned, LockgateError, UsageError
 from lockgate.output import output_option
 from lockgate.redact import scrub
@@ -82,27 +82,7 @@ _CONTEXT = click.option("--context", help="The kubeconfig context to use (defaul
     help="Decrypt SOPS-encrypted objects with the age keys in this Secret's *.agekey entries "
     "(runner namespace), as Flux's --decryption-secret.",
 )
-@click.option(
-    "--max-size",
-    type=click.IntRange(min=1),
-    default=Limits.max_total_bytes,
-    show_default=True,
-    help="Largest artifact to extract, in bytes of files (as pull).",
-)
-@click.option(
-    "--max-files",
-    type=click.IntRange(min=1),
-    default=Limits.max_files,
-    show_default=True,
-    help="Most entries, files and directories, to extract (as pull).",
-)
-@click.option(
-    "--max-ratio",
-    type=click.FloatRange(min=0, min_open=True),
-    default=Limits.max_ratio,
-    show_default=True,
-    help="Highest compression ratio to extract (as pull).",
-)
+@limits.options
 @click.option(
     "--allow-remote-bases",
     is_flag=True,
@@ -189,7 +169,7 @@ def reconcile(
             max_prune_share=max_prune_share,
             concurrency=concurrency,
             decryption_secret=decryption_secret,
-            limits=Limits(max_total_bytes=max_size, max_files=max_files, max_ratio=max_ratio),
+            limits=limits.Limits(max_total_bytes=max_size, max_files=max_files, max_ratio=max_ratio),
             allow_remote_bases=allow_remote_bases,
         )
         syncs, cluster = [sync], ""

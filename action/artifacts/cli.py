@@ -273,27 +273,7 @@ def _require_push_arguments(args: tuple[str, ...], each: str | None) -> None:
     help="Directory to create and extract into (it must not exist).",
 )
 @click.option("--media-type", help="Layer media type to extract (default: Flux's, else the first).")
-@click.option(
-    "--max-size",
-    type=int,
-    default=limits.Limits.max_total_bytes,
-    show_default=True,
-    help="Refuse a layer that unpacks to more bytes than this.",
-)
-@click.option(
-    "--max-files",
-    type=int,
-    default=limits.Limits.max_files,
-    show_default=True,
-    help="Refuse a layer with more entries than this, files and directories.",
-)
-@click.option(
-    "--max-ratio",
-    type=float,
-    default=limits.Limits.max_ratio,
-    show_default=True,
-    help="Refuse a layer that unpacks to more than this many times its compressed size (past 16 MiB).",
-)
+@limits.options
 @_output
 @_registry_options
 @_quiet
