@@ -21,6 +21,7 @@ import pytest
 import yaml
 
 from lockgate import manifests
+from lockgate.errors import RenderError
 from runner.pipeline import config, source, substitute
 from runner.plan import overlay, placement
 from tests.integration.reconcile_support import configmap, deployment, dump, namespace
@@ -38,6 +39,10 @@ def _write(root: Path, files: dict[str, str]) -> None:
     for name, text in files.items():
         (root / name).parent.mkdir(parents=True, exist_ok=True)
         (root / name).write_text(text)
+
+
+class FluxFailed(Exception):
+    pass
 
 
 def _flux(tree: Path, path: str, spec: dict[str, Any]) -> dict[str, dict[str, Any]]:
@@ -58,7 +63,8 @@ def _flux(tree: Path, path: str, spec: dict[str, Any]) -> dict[str, dict[str, An
         text=True,
         timeout=120,
     )
-    assert done.returncode == 0, done.stderr
+    if done.returncode != 0:
+        raise FluxFailed(done.stderr)
     found = {}
     for obj in manifests.load_text(done.stdout, "flux build"):
         labels = obj.body["metadata"].get("labels") or {}
@@ -239,3 +245,25 @@ def test_images_merge_by_name_into_the_files_newtag_and_digest_replaced_together
         "mirror.example/app:2.0",  # the file's digest went with its tag
         "mirror.example/side@sha256:" + "11" * 32,
     ]
+
+
+def test_a_strategic_merge_patch_without_target_whose_object_is_missing_fails_as_in_flux(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    tree = tmp_path / "artifact"
+    _write(tree, {"app/web.yaml": dump(deployment("web", "apps"))})
+    spec = {
+        "patches": [
+            {"patch": "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: api}\nspec: {replicas: 2}\n"}
+        ]
+    }
+    missing = "no resource matches strategic merge patch"
+    with pytest.raises(RenderError) as ours:
+        _lockgate(tree, "app", spec, monkeypatch)
+    assert (
+        ours.value.message.startswith("kustomize build app failed (exit 1):")
+        and missing in ours.value.message
+    )
+    with pytest.raises(FluxFailed) as theirs:
+        _flux(tree, "app", spec)
+    assert missing in str(theirs.value)

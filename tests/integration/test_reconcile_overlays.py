@@ -3,7 +3,8 @@ staging and production with their own replicas and image; JSON 6902 patches, nam
 nameSuffix (and prune after a rename), commonMetadata, components of the artifact, a directory of
 plain manifests (a kustomization generated, as Flux); postBuild substitution runs after the
 overlay and before commonMetadata; a patch whose target selects nothing is not an error (as in
-Flux) but a note; a component that leaves the artifact is refused with nothing applied.
+Flux) but a note, printed by reconcile and logged by serve; serve applies a changed overlay at the
+same digest; a component that leaves the artifact is refused with nothing applied.
 
 Each pass is the library the CLI calls, with the Sync document read by ``config.load``; kustomize
 is the pinned binary (``LOCKGATE_KUSTOMIZE``). ``test_overlays_flux.py`` checks the same fields
@@ -12,6 +13,7 @@ against ``flux build``.
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +26,7 @@ from runner.pipeline import reconcile as pipeline
 from runner.pipeline.documents import API_VERSION
 from runner.pipeline.result import Result
 from tests.integration.reconcile_support import actions, cli, configmap, deployment, dump, get, push_tree
+from tests.integration.serve_support import start_serve, sync_doc, write_config
 from tests.world import binaries
 from tests.world.kube import Cluster
 from tests.world.registry import Registry
@@ -294,3 +297,30 @@ def test_a_component_that_leaves_the_artifact_is_refused_and_nothing_is_applied(
     )
     assert get(cluster, "deployment", "web", unique) is None
     assert get(cluster, "secret", f"lockgate-{unique}", f"{unique}-r") is not None  # the failure is recorded
+
+
+def test_serve_applies_a_changed_overlay_at_the_same_digest_and_logs_the_note(
+    cluster: Cluster, registry: Registry, unique: str, tmp_path: Path
+) -> None:
+    _namespaces(cluster, unique)
+    runner = f"{unique}-r"
+    url = push_tree(registry, unique, _app(unique))
+    nothing = {**_replicas(9), "target": {"kind": "Deployment", "name": "api"}}
+    served = start_serve(cluster, tmp_path, [sync_doc("web", url, runner, path="app", patches=[nothing])])
+    try:
+        finished = served.wait_event(lambda e: e.get("msg") == "pass finished", what="the first pass")
+        assert finished["outcome"] == "applied", served.tail()
+        assert (
+            "spec.patches[0]: its target {kind: Deployment, name: api} selects no object" in finished["notes"]
+        )
+        # the cluster's overlay changes, the artifact does not: a changed sync gets a full pass
+        docs = [d for d in yaml.safe_load_all(served.config.read_text()) if d]
+        docs[-1]["spec"]["patches"] = [_replicas(4)]
+        write_config(served.config, docs)
+        served.wait_event(lambda e: e.get("msg") == "configuration reloaded", what="the reload")
+        deadline = time.monotonic() + 60
+        while (get(cluster, "deployment", "web", unique) or {}).get("spec", {}).get("replicas") != 4:
+            assert time.monotonic() < deadline, served.tail()
+            time.sleep(0.2)
+    finally:
+        assert served.stop() == 0, served.tail()
