@@ -28,7 +28,7 @@ from lockgate.redact import scrub
 from lockgate.signing import github
 from lockgate.signing.github import GitHubClaims
 from lockgate.signing.options import Spelling, VerifyOptions, build_policy, field_spelling, policy_warnings
-from runner.pipeline import attesting, decrypt, notifications, source, substitute
+from runner.pipeline import attesting, decrypt, notifications, overlays, source, substitute
 from runner.pipeline.documents import (
     API_VERSION,
     KINDS,
@@ -371,6 +371,7 @@ def _options(
     policy = _policy(sync, messages)
     attestations, warned = _attestations(sync, messages)
     providers = _providers(sync, runner, messages)
+    overlay, common_metadata = overlays.from_spec(spec, sync.where, messages)
     if len(messages) > found:
         return None
     warnings = tuple(f"{sync.where(('spec', 'verify'))}: {w}" for w in policy_warnings(policy, source.FIELDS))
@@ -389,6 +390,7 @@ def _options(
             warnings=warnings + warned,
             limits=Limits(max_total_bytes=spec.max_size, max_files=spec.max_files, max_ratio=spec.max_ratio),
             allow_remote_bases=runner.allow_remote_bases,
+            overlay=overlay,
         ),
         namespace=spec.namespace or runner.namespace,
         target_namespace=spec.target_namespace,
@@ -428,6 +430,7 @@ def _options(
             provider=spec.decryption.provider,
             check_mac=spec.decryption.check_mac,
         ),
+        common_metadata=common_metadata,
         notify=providers,
         attest=None
         if spec.attest is None or spec.attest.secret_ref is None

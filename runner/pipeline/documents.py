@@ -187,6 +187,63 @@ class PostBuild:
 
 
 @dataclass(frozen=True)
+class PatchTarget:
+    """The objects a patch applies to (Flux's and kustomize's Selector); every field set must match."""
+
+    group: str | None = attr("group", "The API group, a regular expression over the whole group.")
+    version: str | None = attr("version", "The API version, a regular expression over the whole version.")
+    kind: str | None = attr("kind", "The kind, a regular expression over the whole kind.")
+    name: str | None = attr("name", "The name (before namePrefix), a regular expression over the whole name.")
+    namespace: str | None = attr(
+        "namespace", "The namespace (before targetNamespace), a regular expression over the whole namespace."
+    )
+    label_selector: str | None = attr(
+        "labelSelector", "A label selector expression (app=web,tier!=db), over the labels."
+    )
+    annotation_selector: str | None = attr(
+        "annotationSelector", "A label selector expression, over the annotations."
+    )
+
+
+@dataclass(frozen=True)
+class Patch:
+    """An inline kustomize patch (as Flux's Kustomization patches)."""
+
+    patch: str = attr(
+        "patch",
+        "A strategic merge patch (a YAML object) or a JSON 6902 patch (a list of operations); it may "
+        "hold ${var}, substituted after the build.",
+        required=True,
+    )
+    target: PatchTarget | None = attr(
+        "target",
+        "The objects to patch; required for a JSON 6902 patch. Without it a strategic merge patch "
+        "patches the object it names. A target that selects nothing patches nothing (a note, not an "
+        "error, as in Flux).",
+    )
+
+
+@dataclass(frozen=True)
+class Image:
+    """An image override (kustomize's images, as Flux's Kustomization images)."""
+
+    name: str = attr("name", "The image name as the manifests write it, without tag.", required=True)
+    new_name: str | None = attr("newName", "The name to write instead.")
+    new_tag: str | None = attr("newTag", "The tag to write instead.")
+    digest: str | None = attr(
+        "digest", "The digest to write (sha256:...); with newTag too the image is written TAG@DIGEST."
+    )
+
+
+@dataclass(frozen=True)
+class CommonMetadata:
+    """Labels and annotations set on every object of the sync (as Flux's commonMetadata)."""
+
+    labels: dict[str, str] = attr("labels", "Labels, overwriting the same keys.", factory=dict)
+    annotations: dict[str, str] = attr("annotations", "Annotations, overwriting the same keys.", factory=dict)
+
+
+@dataclass(frozen=True)
 class Decryption:
     """SOPS decryption of the objects before they are applied (as Flux's Kustomization decryption)."""
 
@@ -303,6 +360,36 @@ class SyncSpec:
     )
     target_namespace: str | None = attr(
         "targetNamespace", "Set this namespace on every namespaced object (as Flux's targetNamespace)."
+    )
+    patches: tuple[Patch, ...] = attr(
+        "patches",
+        "kustomize patches for this cluster, appended after the artifact kustomization's own (a "
+        "kustomization is generated for a directory of plain manifests), as Flux.",
+        factory=tuple,
+    )
+    images: tuple[Image, ...] = attr(
+        "images",
+        "Image overrides, merged by name into the artifact kustomization's images (newTag and digest "
+        "replace the file's together), as Flux.",
+        factory=tuple,
+    )
+    name_prefix: str | None = attr("namePrefix", "Prefix every object's name (replaces the file's).")
+    name_suffix: str | None = attr("nameSuffix", "Suffix every object's name (replaces the file's).")
+    components: tuple[str, ...] = attr(
+        "components",
+        "kustomize Components to add, directories of the artifact relative to path (never URLs or "
+        "paths leaving the artifact).",
+        factory=tuple,
+    )
+    ignore_missing_components: bool = attr(
+        "ignoreMissingComponents",
+        "Leave out a component directory the artifact lacks instead of failing the pass.",
+        default=False,
+    )
+    common_metadata: CommonMetadata | None = attr(
+        "commonMetadata",
+        "Labels and annotations set on every object as it is applied, after postBuild (never "
+        "substituted), as Flux.",
     )
     prune: bool = attr("prune", "Delete objects that left the artifact.", default=False)
     wait: bool = attr("wait", "Wait until every applied object is healthy.", default=False)

@@ -33,7 +33,7 @@ from runner.kube.client import Kube
 from runner.kube.discovery import Resource
 from runner.pipeline import attesting, decrypt, notifications, records, secretrefs, source, substitute
 from runner.pipeline.result import Result
-from runner.plan import attempt, history, kinds, placement, prune_plan, secret_origin
+from runner.plan import attempt, history, kinds, overlay, placement, prune_plan, secret_origin
 from runner.plan.desired import Desired, prepare
 from runner.plan.history import Outcome, Summary
 from runner.plan.inventory import Member
@@ -93,6 +93,8 @@ class SyncOptions:
     post_build: substitute.PostBuild | None = None
     #: ``spec.decryption``: SOPS documents decrypted after loading, before substitution
     decryption: decrypt.Decryption | None = None
+    #: ``spec.commonMetadata``: labels and annotations set after substitution (never substituted)
+    common_metadata: overlay.CommonMetadata | None = None
     #: where the pass's outcome is reported (``runner.serve.notify`` delivers)
     notify: tuple[notifications.Provider, ...] = ()
     #: ``spec.attest``: sign a health attestation once the digest is healthy here
@@ -423,7 +425,8 @@ class Pass:
 def prepare_fetched(
     objects: list[K8sObject], options: SyncOptions, client: Kube, namespace: str
 ) -> list[K8sObject]:
-    """The fetched objects as the sync applies them: decrypted, substituted, secrets marked.
+    """The fetched objects as the sync applies them: decrypted, substituted, with the sync's
+    commonMetadata, secrets marked.
 
     A pass and a rollback both go through here, so a rolled-back revision is never applied as
     written (ciphertext, ``${VAR}``). ``client`` is the runner's own: the key and variable
@@ -436,6 +439,8 @@ def prepare_fetched(
         variables = substitute.load_variables(options.post_build, client, namespace)
         objects = substitute.apply(objects, variables, always=options.post_build.always)
         secret_variables = [variables.values[name] for name in variables.secret]
+    if options.common_metadata is not None:  # after substitution, as Flux sets it at apply
+        objects = overlay.with_common_metadata(objects, options.common_metadata)
     # what is secret by origin goes with the objects to their diffs (lockgate.diff.secret_values)
     return secret_origin.share(objects, secret_variables)
 
@@ -493,6 +498,7 @@ def reconcile(
             return result
         result.url, result.digest, result.revision = fetched.url, fetched.digest, fetched.revision
         result.waiting = fetched.waiting
+        result.notes.extend(fetched.notes)
         result.verified_by = fetched.verified_by
         result.source_url, result.source_revision = fetched.source_url, fetched.source_revision
         if not fetched.objects and not options.prune:

@@ -4,7 +4,8 @@ The reference is resolved once (a tag, the highest tag in a semver range with Fl
 OCIRepository semantics, or a digest) and everything after uses the digest. Verification
 fails closed: without a policy the pass is refused unless the caller explicitly skips it.
 Pulling, rendering and semver selection are the shared core's (``lockgate.artifact.pull``,
-``lockgate.render``, ``lockgate.semver``). Nothing here writes to the cluster, so a refused
+``lockgate.render``, ``lockgate.semver``); a Sync's overlay is written into the
+kustomization first (``overlays``). Nothing here writes to the cluster, so a refused
 artifact leaves the cluster as it was; the only cluster reads are the Secrets a Sync names
 (``spec.secretRef``, ``spec.verify.secretRef``), through ``secretrefs.SecretReader``.
 """
@@ -24,7 +25,10 @@ from lockgate.errors import RenderError, ResolveError, UsageError, VerificationE
 from lockgate.manifests import K8sObject
 from lockgate.signing import github
 from lockgate.signing.options import Spelling, field_spelling
+from runner.pipeline import overlays
 from runner.pipeline.secretrefs import SecretReader
+from runner.plan import overlay as overlay_plan
+from runner.plan.overlay import Overlay
 
 if TYPE_CHECKING:
     # cryptography and the signing modules cost start-up; imported when a pass verifies
@@ -92,6 +96,8 @@ class SourceSpec:
     limits: Limits = field(default_factory=Limits)
     #: let a kustomization in the artifact fetch remote resources (the Runner's ``allowRemoteBases``)
     allow_remote_bases: bool = False
+    #: the Sync's patches, images, name prefix and suffix, components (``runner.plan.overlay``)
+    overlay: Overlay | None = None
 
     @property
     def needs_secrets(self) -> bool:
@@ -115,6 +121,8 @@ class Fetched:
     source_url: str = ""
     #: a newer version in the semver range that still lacks its attestations, and why
     waiting: str = ""
+    #: what a person should know about the build (``Built.notes``)
+    notes: tuple[str, ...] = ()
     #: the registry client the pass used (its credentials), for writing the pass's attestation
     client: registry.RegistryClient | None = field(default=None, repr=False, compare=False)
 
@@ -237,9 +245,25 @@ def _pin(
 KUSTOMIZE_ORIGIN = "kustomize build "
 
 
+@dataclass(frozen=True)
+class Built:
+    objects: list[K8sObject]
+    #: what a person should know about the build (an overlay patch that selected nothing)
+    notes: tuple[str, ...] = ()
+
+
 def render_objects(root: Path, path: str | None, *, allow_remote_bases: bool = False) -> list[K8sObject]:
+    """``build`` without an overlay: the objects only."""
+    return build(root, path, allow_remote_bases=allow_remote_bases).objects
+
+
+def build(
+    root: Path, path: str | None, *, allow_remote_bases: bool = False, overlay: Overlay | None = None
+) -> Built:
     """The objects under ``root/path``: ``kustomize build`` when it holds a kustomization, which
-    may only read files of the artifact unless ``allow_remote_bases``."""
+    may only read files of the artifact unless ``allow_remote_bases``. A Sync's ``overlay`` is
+    written into that kustomization first, or into one generated for plain manifests
+    (``overlays.write``); ``root`` is a temporary copy, as Flux's working directory."""
     base = root.resolve()
     directory = (base / path).resolve() if path else base
     if not directory.is_relative_to(base):
@@ -252,12 +276,18 @@ def render_objects(root: Path, path: str | None, *, allow_remote_bases: bool = F
             f"{path or '.'}: the artifact holds a Helm chart (Chart.yaml), not manifests; push the "
             "chart with `lockgate push --render` so the rendered objects are applied"
         )
+    notes: list[str] = []
+    if overlay is not None and overlay.wanted:
+        overlays.write(directory, base, overlay)
+        kind = "kustomize"
     if kind == "kustomize":
         shown = path or "."
         text = render.kustomize_build(
             directory, purpose=_PURPOSE, shown=shown, root=base, allow_remote=allow_remote_bases
         )
         objects = manifests.load_text(text, f"{KUSTOMIZE_ORIGIN}{shown}")
+        if overlay is not None and overlay.wanted:
+            objects, notes = overlay_plan.unmatched(objects, overlay)
     else:
         objects = manifests.load([directory], relative_to=base)
     seen: dict[manifests.ObjectKey, K8sObject] = {}
@@ -265,7 +295,7 @@ def render_objects(root: Path, path: str | None, *, allow_remote_bases: bool = F
         if obj.key in seen:
             raise RenderError(f"{obj.origin}: duplicate object {obj.key} (first at {seen[obj.key].origin})")
         seen[obj.key] = obj
-    return objects
+    return Built(objects, tuple(notes))
 
 
 def _reader(spec: SourceSpec, secrets: SecretReader | None) -> SecretReader:
@@ -314,9 +344,8 @@ def fetch(
                 "not a Flux artifact; publish the manifests with `lockgate push` (or `flux push "
                 "artifact`) and reconcile that"
             ) from None
-        objects = render_objects(
-            Path(tmp) / "artifact", spec.path, allow_remote_bases=spec.allow_remote_bases
-        )
+        remote = spec.allow_remote_bases
+        rendered = build(Path(tmp) / "artifact", spec.path, allow_remote_bases=remote, overlay=spec.overlay)
     revision = _revision(ref, digest)
     return Fetched(
         reference=ref,
@@ -324,7 +353,8 @@ def fetch(
         revision=revision,
         source_revision=pulled.resolved.manifest.annotations.get(REVISION_ANNOTATION, ""),
         verified_by=signer,
-        objects=objects,
+        objects=rendered.objects,
+        notes=rendered.notes,
         source_url=pulled.resolved.manifest.annotations.get(SOURCE_ANNOTATION, ""),
         waiting=waiting,
         client=client,

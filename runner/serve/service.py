@@ -414,6 +414,8 @@ class Service:
                 fields["error"] = result.error.message  # whole, with every object it names
             if result.waiting:
                 fields["waiting"] = result.waiting
+            if result.notes:  # what reconcile prints as notes (an overlay patch that selected nothing)
+                fields["notes"] = "; ".join(result.notes)
             self.metrics.observe_pass(options, result, outcome.outcome)
             log.log(
                 logging.WARNING if result.error is not None else logging.INFO,
