@@ -124,4 +124,7 @@ def test_an_unknown_mode_is_a_render_error_naming_the_object(
     )
     assert run.code == 8, run.err
     assert f"ConfigMap/{unique}/odd (a.yaml:1): unknown ssa annotation 'sometimes'" in run.err
-    assert get(cluster, "namespace", unique) is None
+    assert get(cluster, "configmap", "odd", unique) is None  # nothing of the artifact is applied
+    # only the runner's record of the failure, for lockgate status: a parent without members
+    parent = get(cluster, "secret", f"lockgate-{unique}", unique)
+    assert parent is not None and parent["metadata"]["annotations"]["lockgate.dev/members"] == "0"

@@ -145,5 +145,7 @@ def test_missing_kustomize_is_a_clear_render_error(
         assert "building it needs kustomize, which is not on PATH: install kustomize or set" in run.err
     else:
         assert f"LOCKGATE_KUSTOMIZE={tmp_path / 'no-such-kustomize'} is not an executable" in run.err
-    assert get(cluster, "namespace", unique) is None
-    assert get(cluster, "namespace", f"{unique}-r") is None
+    assert get(cluster, "namespace", unique) is None  # nothing of the artifact is applied
+    # only the runner's record of the failure, for lockgate status: a parent without members
+    parent = get(cluster, "secret", f"lockgate-{unique}", f"{unique}-r")
+    assert parent is not None and parent["metadata"]["annotations"]["lockgate.dev/members"] == "0"
