@@ -42,6 +42,7 @@ PLANNED: dict[str, str] = {
     "status": "Show what the runner last applied, its health and history.",
     "sync": "Ask lockgate serve for a pass of one sync now.",
     "rollback": "Roll a sync back to an earlier digest, verified again.",
+    "delete": "Delete a sync: its objects by its deletionPolicy, then its inventory.",
 }
 
 #: where each landed command lives; tests/unit/test_cli.py checks these match the entry points
@@ -63,6 +64,7 @@ COMMANDS: dict[str, str] = {
     "status": "runner.commands.history:status_",
     "sync": "runner.commands.history:sync",
     "rollback": "runner.commands.history:rollback_",
+    "delete": "runner.cli:delete",
 }
 
 

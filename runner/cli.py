@@ -1,10 +1,12 @@
-"""``lockgate reconcile``: one pass for one source (flags) or for each Sync of a ``--config`` file.
+"""``lockgate reconcile`` (one pass per source or per Sync of a ``--config`` file), ``serve``, ``delete``.
 
 Thin: flags become ``SyncOptions`` (``pipeline.config``), each pass is one
 ``pipeline.reconcile.reconcile`` call, and the result is printed as a table or JSON
 (``pipeline.report``). The exit code is that of the first failed pass
 (``lockgate.errors.ExitCode``). With ``--config`` each pass holds its sync's Lease
-(``serve.leases``): a sync another runner is reconciling is skipped, not failed.
+(``serve.leases``): a sync another runner is reconciling is skipped, not failed. ``serve``
+is ``serve.service.run``; ``delete`` (a sync's objects by its deletionPolicy, for the CronJob
+mode) is one ``serve.departures.by_hand`` call.
 """
 
 from __future__ import annotations
@@ -25,10 +27,11 @@ from lockgate.redact import scrub
 from lockgate.signing import github
 from lockgate.signing.github import GitHubClaims
 from lockgate.signing.options import VerifyOptions
-from runner.pipeline import config, report
+from runner.pipeline import config, deletion, report
 from runner.pipeline import reconcile as pipeline
 from runner.pipeline.result import Result
-from runner.serve import leases
+from runner.plan import deletion as deletion_plan
+from runner.serve import departures, leases
 from runner.serve import log as log_mod
 from runner.serve.notify import notifier as notify
 
@@ -288,3 +291,80 @@ def serve(
     )
     if not clean:
         raise Abandoned("a pass was still running at the end of the grace period; the next pass converges")
+
+
+@click.command("delete")
+@click.argument("name")
+@click.option(
+    "--namespace",
+    "-n",
+    help="Runner namespace holding the sync's inventory (default: the Runner document's of --config, "
+    "else lockgate-system).",
+)
+@click.option(
+    "--config",
+    "config_path",
+    type=click.Path(path_type=Path),
+    help="The CronJob's file of Sync documents: it must no longer have the sync (its next pass would "
+    "apply it again); its Runner gives the namespace and defaultServiceAccount.",
+)
+@click.option(
+    "--deletion-policy",
+    type=click.Choice([p.value for p in deletion_plan.Policy]),
+    help="Instead of the deletionPolicy the sync recorded: MirrorPrune, Delete, WaitForTermination "
+    "or Orphan.",
+)
+@click.option(
+    "--timeout", help="How long WaitForTermination waits (default: the sync's timeout, as recorded)."
+)
+@click.option(
+    "--allow-mass-prune",
+    is_flag=True,
+    help="Confirm deleting every object (or more than the share) under MirrorPrune with prune.",
+)
+@click.option(
+    "--dry-run", is_flag=True, help="Show what would be deleted, kept and orphaned; change nothing."
+)
+@click.option(
+    "--concurrency",
+    type=click.IntRange(min=1),
+    default=8,
+    show_default=True,
+    help="Concurrent API requests.",
+)
+@_KUBECONFIG
+@_CONTEXT
+@output_option
+def delete(
+    name: str,
+    namespace: str | None,
+    config_path: Path | None,
+    deletion_policy: str | None,
+    timeout: str | None,
+    allow_mass_prune: bool,
+    dry_run: bool,
+    concurrency: int,
+    kubeconfig: Path | None,
+    context: str | None,
+    output: str,
+) -> None:
+    """Delete a sync: its objects as its deletionPolicy says, then its inventory."""
+    options = deletion.DeleteOptions(
+        policy=deletion_plan.Policy(deletion_policy) if deletion_policy else None,
+        timeout=config.parse_duration(timeout) if timeout else None,
+        allow_mass_prune=allow_mass_prune,
+        dry_run=dry_run,
+        concurrency=concurrency,
+    )
+    result = departures.by_hand(
+        name,
+        namespace=namespace,
+        config_path=config_path,
+        options=options,
+        kubeconfig=kubeconfig,
+        context=context,
+    )
+    click.echo(json.dumps(result.to_json(), indent=2) if output == "json" else report.table(result))
+    if result.error is not None:
+        result.error.json_reported = output == "json"
+        raise result.error

@@ -42,7 +42,7 @@ from runner.pipeline.documents import (
     WebhookSettings,
 )
 from runner.pipeline.reconcile import RESERVED_PREFIX, ObjectRef, Schedule, SyncOptions, runner_namespace
-from runner.plan import prune_plan
+from runner.plan import deletion, prune_plan
 
 if TYPE_CHECKING:
     from lockgate.signing.policy import Policy
@@ -402,6 +402,7 @@ def _options(
         prune_options=prune_plan.PruneOptions(
             max_share=spec.max_prune_share, allow_mass_prune=spec.allow_mass_prune
         ),
+        deletion_policy=deletion.Policy(spec.deletion_policy),
         schedule=Schedule(
             interval=spec.interval,
             retry_interval=spec.retry_interval,

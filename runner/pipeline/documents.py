@@ -405,6 +405,16 @@ class SyncSpec:
         exclusive_minimum=0,
         maximum=1,
     )
+    deletion_policy: Literal["MirrorPrune", "Delete", "WaitForTermination", "Orphan"] = attr(
+        "deletionPolicy",
+        "What happens to the sync's objects when it leaves the configuration lockgate serve runs, or "
+        "on lockgate delete NAME (as Flux's): MirrorPrune deletes them when prune is true and orphans "
+        "them otherwise; Delete deletes them; WaitForTermination deletes them and waits up to timeout "
+        "until they are gone; Orphan leaves them. Deleting every object needs Delete, "
+        "WaitForTermination or allowMassPrune (the mass-prune guard); objects annotated prune: "
+        "disabled and objects another sync holds are kept.",
+        default="MirrorPrune",
+    )
     interval: float = attr("interval", "How often to check the source.", required=True, duration=True)
     retry_interval: float | None = attr(
         "retryInterval",

@@ -11,7 +11,8 @@ records ``Progressing`` with the applied members, and its health after the wait;
 stopped by shutdown during it records ``Abandoned`` (the sync is still its own: the Lease is
 released only when the pass returns). A pass that finds everything as it was writes nothing.
 A digest that was rolled back from is not applied again unless a person asks; the rollback
-itself is ``pipeline.rollback``.
+itself is ``pipeline.rollback``. Each pass also records what deleting the sync will need (its
+``deletionPolicy``; ``pipeline.deletion``) and, under ``serve``, which runner runs it.
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ from runner.kube.client import Kube
 from runner.kube.discovery import Resource
 from runner.pipeline import attesting, decrypt, notifications, records, secretrefs, source, substitute
 from runner.pipeline.result import Result
-from runner.plan import attempt, history, kinds, overlay, placement, prune_plan, secret_origin
+from runner.plan import attempt, deletion, history, kinds, overlay, placement, prune_plan, secret_origin
 from runner.plan.desired import Desired, prepare
 from runner.plan.history import Outcome, Summary
 from runner.plan.inventory import Member
@@ -99,11 +100,24 @@ class SyncOptions:
     notify: tuple[notifications.Provider, ...] = ()
     #: ``spec.attest``: sign a health attestation once the digest is healthy here
     attest: attesting.AttestOptions | None = None
+    #: ``spec.deletionPolicy``: what deleting the sync does to its objects (``runner.plan.deletion``)
+    deletion_policy: deletion.Policy = deletion.Policy.MIRROR_PRUNE
 
     def impersonated_user(self, namespace: str) -> str | None:
         if not self.service_account_name:
             return None
         return f"system:serviceaccount:{namespace}:{self.service_account_name}"
+
+    def recorded_deletion(self) -> deletion.Recorded:
+        """What the sync's deletion needs, recorded on its inventory by each pass."""
+        return deletion.Recorded(
+            policy=self.deletion_policy,
+            prune=self.prune,
+            timeout=self.timeout,
+            allow_mass_prune=self.prune_options.allow_mass_prune,
+            max_prune_share=self.prune_options.max_share,
+            service_account_name=self.service_account_name or "",
+        )
 
 
 def runner_namespace(explicit: str | None) -> str:
@@ -136,6 +150,8 @@ class Pass:
     rollback ran), ``rejecting`` is a digest to list as rolled back from once this pass has
     applied and pruned, ``request`` the ``requestedAt`` it answers. ``recorder`` is the client
     that records the pass's end after shutdown stopped it (``kube`` refuses every write then).
+    ``served_by`` is the runner namespace of the ``serve`` running the pass, recorded so that
+    only it deletes the sync once it leaves its configuration.
     """
 
     def __init__(
@@ -150,6 +166,7 @@ class Pass:
         rejecting: str = "",
         request: str = "",
         recorder: Kube | None = None,
+        served_by: str = "",
     ) -> None:
         self.kube = kube
         self.recorder = recorder or kube
@@ -163,6 +180,9 @@ class Pass:
         self._written = self.inventory.document()
         if request:
             self.inventory.handled_request = request
+        self.inventory.deletion = options.recorded_deletion()
+        if served_by:
+            self.inventory.served_by = served_by
 
     @property
     def awaits(self) -> bool:
@@ -456,6 +476,7 @@ def reconcile(
     requested_at: str = "",
     registry_client: registry.RegistryClient | None = None,
     applying: Callable[[Result], None] | None = None,
+    served_by: str = "",
 ) -> Result:
     """Run one pass; never raises ``LockgateError`` (it is in ``Result.error``).
 
@@ -467,7 +488,7 @@ def reconcile(
     implies ``retry_rejected`` and is recorded as handled). ``registry_client`` is a client
     for the source's registry to reuse (``serve`` keeps one per host, with its credentials).
     ``applying`` is called once the artifact is loaded and verified, before anything is applied
-    (notifications post ``pending`` there); it must not block.
+    (notifications post ``pending`` there); it must not block. ``served_by``: see ``Pass``.
     """
     # imported here: the rollback is built on ``Pass``
     from runner.pipeline import rollback
@@ -509,7 +530,7 @@ def reconcile(
         objects = prepare_fetched(fetched.objects, options, client, result.namespace)
         writer = _writer(client, options, result.namespace, guard)
         recorder = _writer(client, options, result.namespace, records.recording(guard))
-        run = Pass(writer, options, result, request=requested_at, recorder=recorder)
+        run = Pass(writer, options, result, request=requested_at, recorder=recorder, served_by=served_by)
         result.previous_digest = run.inventory.digest
         result.previous_status = str(run.inventory.last_result.get("status") or "")
         result.previous_waiting = run.inventory.waiting

@@ -5,10 +5,11 @@ Pure. The parent carries kubectl's ApplySet label and annotations (so ``kubectl 
 member list with each member's API version and the hash of what was applied, the last
 applied digest and revision, the last result, the history of revisions and the digests
 rolled back from (``runner.plan.history``), the last attempt and what holds the sync
-(``runner.plan.attempt``). ``body`` renders the Secret to apply and
-``from_secret`` reads one back; ``runner.inventory.store`` does the I/O. Crash safety rests
-on the order of writes made by the pipeline: the union of old and new members before
-applying, the new set only after pruning.
+(``runner.plan.attempt``), and what deleting the sync needs (``runner.plan.deletion``).
+``body`` renders the Secret to apply and ``from_secret`` reads one back;
+``runner.inventory.store`` does the I/O. Crash safety rests on the order of writes made by
+the pipeline: the union of old and new members before applying, the new set only after
+pruning.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from lockgate.errors import ApplyError
 from lockgate.manifests import ObjectKey
 from runner.plan import applyset
 from runner.plan.attempt import Attempt, Held
+from runner.plan.deletion import Recorded
 from runner.plan.history import Entry
 from runner.plan.objects import annotations_of, labels_of
 
@@ -83,6 +85,11 @@ class Inventory:
     last_attempt: Attempt | None = None
     #: what keeps ``serve`` from running a pass (suspended, a dependency, the source); a pass clears it
     held: Held | None = None
+    #: what deleting the sync needs (its deletionPolicy...), as its last pass recorded it
+    deletion: Recorded | None = None
+    #: the runner namespace of the ``serve`` whose configuration runs the sync: only that
+    #: ``serve`` deletes the sync when it leaves its configuration ("" : never ``serve``)
+    served_by: str = ""
     exists: bool = False
 
     @property
@@ -114,6 +121,8 @@ class Inventory:
             **({"waiting": self.waiting} if self.waiting else {}),
             **({"lastAttempt": self.last_attempt.to_json()} if self.last_attempt else {}),
             **({"held": self.held.to_json()} if self.held else {}),
+            **({"deletion": self.deletion.to_json()} if self.deletion else {}),
+            **({"servedBy": self.served_by} if self.served_by else {}),
         }
 
     def body(self) -> dict[str, Any]:
@@ -197,5 +206,7 @@ def from_secret(secret: dict[str, Any], name: str, namespace: str) -> Inventory:
     inventory.waiting = str(doc.get("waiting", ""))
     inventory.last_attempt = Attempt.from_json(doc.get("lastAttempt"))
     inventory.held = Held.from_json(doc.get("held"))
+    inventory.deletion = Recorded.from_json(doc.get("deletion"))
+    inventory.served_by = str(doc.get("servedBy") or "")
     inventory.exists = True
     return inventory

@@ -425,6 +425,13 @@ class Membership:
             if not _conflict(exc):  # 409: renewed since we listed it, so it stays
                 raise
 
+    @property
+    def listed(self) -> bool:
+        """The members were listed at least once: until then this replica cannot tell whether
+        it stands by (``sharing`` counts it as alone)."""
+        with self._lock:
+            return self._known is not None
+
     def sharing(self) -> shard.Sharing:
         """Whom this replica shares the syncs with, as of the last ``heartbeat`` or ``members``;
         members whose Lease ran out since are dropped. Never a request: the scheduler asks

@@ -52,6 +52,10 @@ class Replica:
     def standing_by(self) -> bool:
         return self.membership.sharing().standing_by
 
+    @property
+    def listed(self) -> bool:
+        return self.membership.listed
+
     def join(self) -> None:
         """The first heartbeat; a failure is logged (the API server may come up later)."""
         self._joined = True

@@ -11,7 +11,9 @@ inventories of suspended syncs (``inventory.suspended``, for ``lockgate sync``) 
 request counts into the metrics. A watch per runner namespace turns
 ``lockgate.dev/requestedAt`` annotations into requested passes. What holds a sync without
 a pass (a ``dependsOn`` sync not ready, a source that cannot be checked) is recorded on its
-parent (``holds``), so ``lockgate status`` tells it too.
+parent (``holds``), so ``lockgate status`` tells it too. A sync that left the configuration
+(a reload dropped it, or ``serve`` started without it) is deleted by its ``deletionPolicy``
+(``departures``), only by the replica that may and under its Lease.
 
 ``stop`` (SIGTERM) stops taking work, lets running passes end at their next write, or at
 once in a health wait (``ShuttingDown``; the inventory already holds the union, so nothing
@@ -41,7 +43,7 @@ from runner.pipeline import config as config_mod
 from runner.pipeline import reconcile as pipeline
 from runner.pipeline import records, secretrefs, source, status
 from runner.pipeline.result import Result
-from runner.serve import holds, http, leases, listener
+from runner.serve import departures, holds, http, leases, listener
 from runner.serve import log as log_mod
 from runner.serve.metrics import Metrics
 from runner.serve.notify import delivery, notifier
@@ -135,6 +137,22 @@ class Service:
         self._namespaces: dict[str, str] = {}
         #: sync -> the requestedAt value a person set and the next pass answers
         self._requests: dict[str, str] = {}
+        #: runner namespaces of syncs a reload removed: where their inventories wait for deletion
+        self._left: set[str] = set()
+        self.departures = departures.Departures(
+            self.kube,
+            self.keeper,
+            departures.Hooks(
+                runner=self.namespace,
+                configured=lambda: {o.name for o in self.config.syncs},
+                namespaces=lambda: {self.namespace, *self._namespaces.values(), *self._left},
+                blocked=self._deletion_blocked,
+                owns=self._owns,
+                guard=self.scheduler.guard,
+                default_service_account=lambda: self.config.runner.default_service_account,
+                deleted=self.metrics.forget,
+            ),
+        )
         #: the inventories' suspended marks are to be brought in step with the configuration
         self._suspension_due = True
         self.holds = holds.Holds(self.kube, self.keeper, self.scheduler)
@@ -224,6 +242,8 @@ class Service:
         removed = self.scheduler.configure(cfg.syncs, concurrency=cfg.runner.concurrency)
         for name in removed:
             self.metrics.forget(name, self._namespaces.get(name, self.namespace))
+            self._left.add(self._namespaces.get(name, self.namespace))
+        self.departures.wanted()
         for options in cfg.syncs:
             namespace = pipeline.runner_namespace(options.namespace)
             if namespace not in self._watched:
@@ -282,6 +302,17 @@ class Service:
     # ---- scheduler hooks ---------------------------------------------------------------
     def _owns(self, name: str) -> bool:
         return self.replica is None or self.replica.owns(name)
+
+    def _deletion_blocked(self) -> str:
+        """Why this replica may not delete a sync that left its configuration now ("": it may)."""
+        if self.health.reload_error:
+            return "the last reload was refused"
+        if self.replica is not None:
+            if not self.replica.listed:
+                return "the other replicas are not known yet"
+            if self.replica.standing_by:
+                return self.replica.elsewhere()
+        return ""
 
     def _elsewhere(self) -> str:
         return "run by another replica" if self.replica is None else self.replica.elsewhere()
@@ -390,6 +421,7 @@ class Service:
                 requested_at=requested_at,
                 registry_client=client,
                 applying=applying,
+                served_by=self.namespace,
             )
         finally:
             if held is not None:
@@ -522,6 +554,7 @@ class Service:
                 self._check_api()
             if self.replica is not None:
                 self.replica.tick()
+            self.departures.tick(now)
             if self._suspension_due and now >= last["suspension"]:
                 # a failure (the API server away, a missing right) is tried again later
                 last["suspension"] = now + READY_EVERY

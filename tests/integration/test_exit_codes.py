@@ -7,7 +7,7 @@ in ``push`` as in ``reconcile`` and ``verify``; a registry that wants credential
 missing verification policy is 2 in ``verify`` as in ``reconcile`` (flags or a Sync); a
 signature by someone else is 4; a tag that does not exist is 7; an API server that does not
 answer (a kubeconfig pointing at a closed port) is 11 in every cluster command; a sync whose
-Lease another runner holds stops ``rollback`` with 12. Every run is the real CLI in a child
+Lease another runner holds stops ``rollback`` and ``delete`` with 12. Every run is the real CLI in a child
 process; each failing one must print one ``error:`` line and no traceback.
 """
 
@@ -345,8 +345,12 @@ def causes(w: World) -> dict[int, list[Case]]:
             Case("API server down", ["sync", w.name, dead_kube]),
             Case("API server down", ["rollback", f"{w.name}-ok", "--config", "ok.yaml", dead_kube]),
             Case("API server down", ["rollback", w.name, dead_kube]),
+            Case("API server down", ["delete", w.name, "-n", runner, dead_kube]),
         ],
-        12: [Case("Lease held elsewhere", ["rollback", f"{w.name}-held", "--config", "held.yaml", kube])],
+        12: [
+            Case("Lease held elsewhere", ["rollback", f"{w.name}-held", "--config", "held.yaml", kube]),
+            Case("Lease held elsewhere", ["delete", f"{w.name}-held", "-n", runner, kube]),
+        ],
     }
 
 
