@@ -17,9 +17,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from cel_expr_python import cel
-from cel_expr_python.ext import ext_encoders, ext_optional, ext_strings
-
 
 class CelError(Exception):
     """An expression that does not compile, or an evaluation that failed; the message says why."""
@@ -52,8 +49,17 @@ def _intersects(a: list[Any], b: list[Any]) -> bool:
     return any(any(_equal(x, y) for y in b) for x in a)
 
 
+@functools.cache
+def _cel() -> Any:
+    """The runtime, imported on first use: only a sync with ``healthCheckExprs`` pays for it."""
+    from cel_expr_python import cel
+
+    return cel
+
+
 def _sets() -> Any:
     """cel-go's ``ext.Sets()``, which Flux loads; overload ids of our own (see the module doc)."""
+    cel = _cel()
     lists = [cel.Type.List(cel.Type.DYN), cel.Type.List(cel.Type.DYN)]
     functions = [
         cel.FunctionDecl(
@@ -66,7 +72,9 @@ def _sets() -> Any:
 
 @functools.cache
 def _environment() -> Any:
-    return cel.NewEnv(
+    from cel_expr_python.ext import ext_encoders, ext_optional, ext_strings
+
+    return _cel().NewEnv(
         extensions=[ext_strings.ExtStrings(), ext_optional.ExtOptional(), ext_encoders.ExtEncoders(), _sets()]
     )
 
@@ -93,10 +101,10 @@ class Expression:
             value = self.program.eval(bound.activation)
         except Exception as exc:  # the binding raises for what it cannot convert
             raise CelError(_said(exc)) from None
-        kind = value.type()
-        if kind == cel.Type.ERROR:
+        kind, types = value.type(), _cel().Type
+        if kind == types.ERROR:
             raise CelError(_said(str(value.value())))
-        if kind != cel.Type.BOOL:
+        if kind != types.BOOL:
             raise CelError(f"the result is {kind.name().lower()}, not a bool")
         return bool(value.value())
 
