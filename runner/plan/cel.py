@@ -101,12 +101,13 @@ class Expression:
             value = self.program.eval(bound.activation)
         except Exception as exc:  # the binding raises for what it cannot convert
             raise CelError(_said(exc)) from None
-        kind, types = value.type(), _cel().Type
-        if kind == types.ERROR:
-            raise CelError(_said(str(value.value())))
-        if kind != types.BOOL:
-            raise CelError(f"the result is {kind.name().lower()}, not a bool")
-        return bool(value.value())
+        result = value.value()
+        if isinstance(result, bool):  # only a BOOL value converts to one
+            return result
+        kind = value.type()
+        if kind == _cel().Type.ERROR:
+            raise CelError(_said(str(result)))
+        raise CelError(f"the result is {kind.name().lower()}, not a bool")
 
 
 @dataclass(frozen=True)
