@@ -42,7 +42,7 @@ from runner.pipeline.documents import (
     WebhookSettings,
 )
 from runner.pipeline.reconcile import RESERVED_PREFIX, ObjectRef, Schedule, SyncOptions, runner_namespace
-from runner.plan import deletion, prune_plan
+from runner.plan import deletion, health_exprs, prune_plan
 
 if TYPE_CHECKING:
     from lockgate.signing.policy import Policy
@@ -372,6 +372,7 @@ def _options(
     attestations, warned = _attestations(sync, messages)
     providers = _providers(sync, runner, messages)
     overlay, common_metadata = overlays.from_spec(spec, sync.where, messages)
+    custom_health = _health_exprs(sync, messages)
     if len(messages) > found:
         return None
     warnings = tuple(f"{sync.where(('spec', 'verify'))}: {w}" for w in policy_warnings(policy, source.FIELDS))
@@ -414,6 +415,7 @@ def _options(
             ObjectRef(api_version=h.api_version, kind=h.kind, name=h.name, namespace=h.namespace or "")
             for h in spec.health_checks
         ),
+        health_exprs=custom_health,
         rollback=spec.rollback,
         service_account_name=spec.service_account_name or runner.default_service_account,
         post_build=substitute.PostBuild(
@@ -439,6 +441,29 @@ def _options(
             secret_ref=spec.attest.secret_ref, cluster=runner.cluster_name, on_failure=spec.attest.on_failure
         ),
     )
+
+
+def _health_exprs(sync: _Sync, messages: list[str]) -> health_exprs.CustomHealth | None:
+    """``spec.healthCheckExprs`` compiled now, so an expression that does not compile is an error
+    of the file (with its line), not of a pass."""
+    items = sync.value.spec.health_check_exprs
+    if not items:
+        return None
+    specs = [
+        health_exprs.HealthExprSpec(
+            api_version=e.api_version,
+            current=e.current,
+            kind=e.kind or "",
+            in_progress=e.in_progress or "",
+            failed=e.failed or "",
+        )
+        for e in items
+    ]
+    errors = health_exprs.compile_each(specs)
+    for error in errors:
+        path: located.Path = ("spec", "healthCheckExprs", error.index, *((error.name,) if error.name else ()))
+        messages.append(f"{sync.where(path)}: spec.healthCheckExprs{error.field}: {error.message}")
+    return None if errors else health_exprs.compile_all(specs)
 
 
 def _pins(fields: Verify | AttestationRequirement) -> GitHubClaims:

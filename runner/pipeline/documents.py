@@ -154,6 +154,25 @@ class HealthCheck:
 
 
 @dataclass(frozen=True)
+class HealthCheckExpr:
+    """CEL expressions that tell the health of a custom resource kind (Flux's healthCheckExprs)."""
+
+    api_version: str = attr(
+        "apiVersion",
+        "The kind's apiVersion; only its group is matched, so every served version is covered.",
+        required=True,
+    )
+    kind: str | None = attr(
+        "kind",
+        "The kind; without it the entry covers every kind of the group, and an entry naming the kind "
+        "wins over it.",
+    )
+    current: str = attr("current", "CEL: true when the object is healthy (Current).", required=True)
+    in_progress: str | None = attr("inProgress", "CEL: true while the object is still reconciling.")
+    failed: str | None = attr("failed", "CEL: true when the object failed (fails the pass at once).")
+
+
+@dataclass(frozen=True)
 class SubstituteReference:
     """A ConfigMap or Secret of the runner namespace whose entries are variables (Flux's substituteFrom)."""
 
@@ -435,6 +454,13 @@ class SyncSpec:
     suspend: bool = attr("suspend", "Do not run this sync on its schedule.", default=False)
     health_checks: tuple[HealthCheck, ...] = attr(
         "healthChecks", "Extra objects to wait for after applying.", factory=tuple
+    )
+    health_check_exprs: tuple[HealthCheckExpr, ...] = attr(
+        "healthCheckExprs",
+        "CEL expressions deciding the health of custom resources, in Flux's format: evaluated in the "
+        "order inProgress, failed, current, the first true deciding (none true: InProgress); an "
+        "evaluation error (a missing field) is Unknown, so the wait runs to its timeout.",
+        factory=tuple,
     )
     rollback: Literal["none", "onHealthFailure"] = attr(
         "rollback",

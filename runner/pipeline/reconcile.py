@@ -34,7 +34,17 @@ from runner.kube.client import Kube
 from runner.kube.discovery import Resource
 from runner.pipeline import attesting, decrypt, notifications, records, secretrefs, source, substitute
 from runner.pipeline.result import Result
-from runner.plan import attempt, deletion, history, kinds, overlay, placement, prune_plan, secret_origin
+from runner.plan import (
+    attempt,
+    deletion,
+    health_exprs,
+    history,
+    kinds,
+    overlay,
+    placement,
+    prune_plan,
+    secret_origin,
+)
 from runner.plan.desired import Desired, prepare
 from runner.plan.history import Outcome, Summary
 from runner.plan.inventory import Member
@@ -86,6 +96,8 @@ class SyncOptions:
     concurrency: int = 8
     schedule: Schedule = field(default_factory=Schedule)
     health_checks: tuple[ObjectRef, ...] = ()
+    #: ``spec.healthCheckExprs``, compiled: CEL health of custom resources (Flux's format)
+    health_exprs: health_exprs.CustomHealth | None = None
     #: "none" or "onHealthFailure"
     rollback: str = "none"
     #: the pass's requests are made as this ServiceAccount of the runner namespace (impersonation)
@@ -387,7 +399,9 @@ class Pass:
         # after a rollback, a Deployment keeps the failed revision's ProgressDeadlineExceeded
         # until the controller has scaled that revision down: Failed is not final there
         fail_fast = self.outcome is not Outcome.ROLLED_BACK
-        settings = wait.WaitOptions(timeout=self.options.timeout, fail_fast=fail_fast)
+        settings = wait.WaitOptions(
+            timeout=self.options.timeout, fail_fast=fail_fast, custom=self.options.health_exprs
+        )
         try:
             # the guard is asked twice a second: a shutdown stops the wait at once
             report = wait.wait(self.mgr, awaited, settings, extra=extra, interrupt=self.kube.check_guard)

@@ -1,251 +1,128 @@
-"""Health of live objects: kstatus rules as a public table.
+"""Health of live objects: kstatus's rules as public tables, and Flux's readers before them.
 
-Pure. ``compute(obj, now=...)`` runs the generic checks first (deletion,
-observedGeneration, Reconciling/Stalled), then the rule for the object's kind from
-``RULES`` (keyed by ``Kind.group``; add entries to teach it new kinds), then the Ready
-condition, and says Current by default. A running Job is InProgress, as Flux treats it.
+Pure. ``compute(obj, now=..., custom=...)`` decides as Flux's status poller does: an object
+whose kind has a reader of its own is read by it alone (``READERS``: Flux's Job reader, then
+the sync's CEL ``healthCheckExprs`` through ``custom``); every other object gets kstatus's
+``Compute``: the generic checks first (deletion, observedGeneration, the first
+Reconciling=True or Stalled=True condition), then the rule for its kind from ``RULES``
+(keyed by ``Kind.group``, ``Kind`` for the core group; add entries to teach it new kinds),
+then the Ready condition, and Current by default. The rules themselves are in
+``runner.plan.health_kinds``; messages and reasons are kstatus's own words.
 """
 
 from __future__ import annotations
 
-import datetime as dt
 from collections.abc import Callable
-from dataclasses import dataclass
-from enum import Enum
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from runner.plan import health_kinds
 from runner.plan.objects import Condition, conditions_of, metadata_of
+from runner.plan.status import Health as Health
+from runner.plan.status import HealthStatus as HealthStatus
+from runner.plan.status import conditions, current, in_progress, int_field
 
-#: a Pod unschedulable for longer than this is Failed (kstatus)
-UNSCHEDULABLE_GRACE = 15.0
+if TYPE_CHECKING:
+    from runner.plan.health_exprs import CustomHealth
 
-
-class HealthStatus(Enum):
-    CURRENT = "Current"
-    IN_PROGRESS = "InProgress"
-    FAILED = "Failed"
-    TERMINATING = "Terminating"
-    NOT_FOUND = "NotFound"
-
-
-@dataclass(frozen=True)
-class Health:
-    status: HealthStatus
-    message: str = ""
-
+#: a Pod unschedulable for longer than this after its creation is Failed (kstatus's ScheduleWindow)
+UNSCHEDULABLE_GRACE = health_kinds.SCHEDULE_WINDOW
 
 Rule = Callable[[dict[str, Any], float], Health]
 
 CURRENT = Health(HealthStatus.CURRENT)
 
-
 _NONE = Condition()
 
-
-def _is_true(obj: dict[str, Any], kind: str) -> bool:
-    return conditions_of(obj).get(kind, _NONE).get("status") == "True"
-
-
-def _int(section: Any, name: str, default: int = 0) -> int:
-    value = section.get(name) if isinstance(section, dict) else None
-    return value if isinstance(value, int) else default
-
-
-def _timestamp(text: Any) -> float | None:
-    if not isinstance(text, str):
-        return None
-    try:
-        return dt.datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
-    except ValueError:
-        return None
-
-
-def _progress(what: str, want: int, have: int) -> Health:
-    return Health(HealthStatus.IN_PROGRESS, f"{what}: {have}/{want}")
-
-
-def deployment(obj: dict[str, Any], now: float) -> Health:
-    spec, status = obj.get("spec") or {}, obj.get("status") or {}
-    progressing = conditions_of(obj).get("Progressing", _NONE)
-    if progressing.get("reason") == "ProgressDeadlineExceeded":
-        return Health(HealthStatus.FAILED, f"progress deadline exceeded: {progressing.get('message', '')}")
-    want = _int(spec, "replicas", 1)
-    replicas, updated = _int(status, "replicas"), _int(status, "updatedReplicas")
-    available, ready = _int(status, "availableReplicas"), _int(status, "readyReplicas")
-    if want > replicas:
-        return _progress("replicas", want, replicas)
-    if want > updated:
-        return _progress("updated replicas", want, updated)
-    if replicas > want:
-        return Health(HealthStatus.IN_PROGRESS, f"pending termination: {replicas - want}")
-    if updated > available:
-        return _progress("available replicas", updated, available)
-    if want > ready:
-        return _progress("ready replicas", want, ready)
-    if not _is_true(obj, "Available"):
-        return Health(HealthStatus.IN_PROGRESS, "Deployment is not Available")
-    return CURRENT
-
-
-def statefulset(obj: dict[str, Any], now: float) -> Health:
-    spec, status = obj.get("spec") or {}, obj.get("status") or {}
-    strategy = spec.get("updateStrategy") or {}
-    if strategy.get("type") == "OnDelete":
-        return CURRENT
-    want = _int(spec, "replicas", 1)
-    for field in ("replicas", "readyReplicas", "availableReplicas"):
-        if want > _int(status, field):
-            return _progress(field, want, _int(status, field))
-    partition = _int(strategy.get("rollingUpdate"), "partition")
-    if partition:
-        if _int(status, "updatedReplicas") < want - partition:
-            return _progress(
-                "updated replicas (partitioned)", want - partition, _int(status, "updatedReplicas")
-            )
-        return CURRENT
-    if want > _int(status, "currentReplicas"):
-        return _progress("current replicas", want, _int(status, "currentReplicas"))
-    if status.get("currentRevision") != status.get("updateRevision"):
-        return Health(HealthStatus.IN_PROGRESS, "waiting for the rolling update to finish")
-    return CURRENT
-
-
-def daemonset(obj: dict[str, Any], now: float) -> Health:
-    status = obj.get("status") or {}
-    want = _int(status, "desiredNumberScheduled", -1)
-    if want < 0:
-        return Health(HealthStatus.IN_PROGRESS, "no desiredNumberScheduled yet")
-    for field in ("currentNumberScheduled", "updatedNumberScheduled", "numberAvailable", "numberReady"):
-        if want > _int(status, field):
-            return _progress(field, want, _int(status, field))
-    return CURRENT
-
-
-def replicaset(obj: dict[str, Any], now: float) -> Health:
-    spec, status = obj.get("spec") or {}, obj.get("status") or {}
-    if _is_true(obj, "ReplicaFailure"):
-        return Health(HealthStatus.IN_PROGRESS, "replica failure")
-    want = _int(spec, "replicas", 1)
-    for field in ("fullyLabeledReplicas", "availableReplicas", "readyReplicas"):
-        if want > _int(status, field):
-            return _progress(field, want, _int(status, field))
-    return CURRENT
-
-
-def pod(obj: dict[str, Any], now: float) -> Health:
-    status = obj.get("status") or {}
-    phase = status.get("phase")
-    if phase in ("Succeeded", "Failed"):
-        return CURRENT
-    for container in status.get("containerStatuses") or []:
-        waiting = (container.get("state") or {}).get("waiting") or {}
-        if waiting.get("reason") == "CrashLoopBackOff":
-            return Health(HealthStatus.FAILED, f"container {container.get('name')} is in CrashLoopBackOff")
-    scheduled = conditions_of(obj).get("PodScheduled", _NONE)
-    if scheduled.get("status") == "False" and scheduled.get("reason") == "Unschedulable":
-        since = _timestamp(scheduled.get("lastTransitionTime"))
-        if since is not None and now - since > UNSCHEDULABLE_GRACE:
-            return Health(HealthStatus.FAILED, f"unschedulable: {scheduled.get('message', '')}")
-        return Health(HealthStatus.IN_PROGRESS, "pod is not scheduled yet")
-    if phase == "Running" and _is_true(obj, "Ready"):
-        return CURRENT
-    return Health(HealthStatus.IN_PROGRESS, f"pod is {phase or 'Pending'}")
-
-
-def job(obj: dict[str, Any], now: float) -> Health:
-    if _is_true(obj, "Failed"):
-        return Health(HealthStatus.FAILED, conditions_of(obj)["Failed"].get("message") or "Job failed")
-    if _is_true(obj, "Complete"):
-        return CURRENT
-    return Health(HealthStatus.IN_PROGRESS, "Job is running")
-
-
-def pvc(obj: dict[str, Any], now: float) -> Health:
-    phase = (obj.get("status") or {}).get("phase")
-    return CURRENT if phase == "Bound" else Health(HealthStatus.IN_PROGRESS, f"claim is {phase or 'Pending'}")
-
-
-def service(obj: dict[str, Any], now: float) -> Health:
-    spec = obj.get("spec") or {}
-    if spec.get("type") == "LoadBalancer" and not spec.get("clusterIP"):
-        return Health(HealthStatus.IN_PROGRESS, "ClusterIP not set")
-    return CURRENT
-
-
-def pdb(obj: dict[str, Any], now: float) -> Health:
-    status = obj.get("status") or {}
-    if _int(status, "currentHealthy") < _int(status, "desiredHealthy"):
-        return _progress("healthy pods", _int(status, "desiredHealthy"), _int(status, "currentHealthy"))
-    return CURRENT
-
-
-def crd(obj: dict[str, Any], now: float) -> Health:
-    accepted = conditions_of(obj).get("NamesAccepted", _NONE)
-    if accepted.get("status") == "False":
-        return Health(HealthStatus.FAILED, f"names not accepted: {accepted.get('message', '')}")
-    if _is_true(obj, "Established"):
-        return CURRENT
-    return Health(HealthStatus.IN_PROGRESS, "CRD is not Established")
-
-
-def always_current(obj: dict[str, Any], now: float) -> Health:
-    return CURRENT
-
-
-#: kind rules, keyed by ``Kind.group`` (``Kind`` for the core group); public so it can grow
+#: kstatus's legacyTypes: the rule of each built-in kind, after the generic checks; public so it can grow
 RULES: dict[str, Rule] = {
-    "Deployment.apps": deployment,
-    "StatefulSet.apps": statefulset,
-    "DaemonSet.apps": daemonset,
-    "ReplicaSet.apps": replicaset,
-    "Pod": pod,
-    "Job.batch": job,
-    "PersistentVolumeClaim": pvc,
-    "Service": service,
-    "PodDisruptionBudget.policy": pdb,
-    "CustomResourceDefinition.apiextensions.k8s.io": crd,
-    "Secret": always_current,
-    "ConfigMap": always_current,
-    "CronJob.batch": always_current,
+    "Service": health_kinds.service,
+    "Pod": health_kinds.pod,
+    "Secret": health_kinds.always_current,
+    "PersistentVolumeClaim": health_kinds.pvc,
+    "StatefulSet.apps": health_kinds.statefulset,
+    "DaemonSet.apps": health_kinds.daemonset,
+    "DaemonSet.extensions": health_kinds.daemonset,
+    "Deployment.apps": health_kinds.deployment,
+    "Deployment.extensions": health_kinds.deployment,
+    "ReplicaSet.apps": health_kinds.replicaset,
+    "ReplicaSet.extensions": health_kinds.replicaset,
+    "PodDisruptionBudget.policy": health_kinds.pdb,
+    "CronJob.batch": health_kinds.always_current,
+    "ConfigMap": health_kinds.always_current,
+    "CustomResourceDefinition.apiextensions.k8s.io": health_kinds.crd,
 }
 
+#: Flux's custom status readers: they alone decide for their kind (no generic checks), and
+#: come before the sync's CEL expressions (an expression for a Job is never asked, as in Flux)
+READERS: dict[str, Rule] = {"Job.batch": health_kinds.job}
 
-def _group_kind(obj: dict[str, Any]) -> str:
+
+def group_kind(obj: dict[str, Any]) -> tuple[str, str]:
     api_version = str(obj.get("apiVersion", ""))
-    group = api_version.rsplit("/", 1)[0] if "/" in api_version else ""
-    return f"{obj.get('kind')}.{group}" if group else str(obj.get("kind"))
+    return (api_version.rsplit("/", 1)[0] if "/" in api_version else ""), str(obj.get("kind", ""))
+
+
+def _key(group: str, kind: str) -> str:
+    return f"{kind}.{group}" if group else kind
 
 
 def generic(obj: dict[str, Any]) -> Health | None:
-    """The checks every kind gets first; None when they do not decide."""
-    metadata = metadata_of(obj)
-    if metadata.get("deletionTimestamp"):
-        return Health(HealthStatus.TERMINATING, "object is being deleted")
-    status = obj.get("status")
-    observed = status.get("observedGeneration") if isinstance(status, dict) else None
-    if isinstance(observed, int) and observed != metadata.get("generation"):
-        return Health(HealthStatus.IN_PROGRESS, "the controller has not observed the latest generation")
-    conditions = conditions_of(obj)
-    if conditions.get("Stalled", _NONE).get("status") == "True":
-        return Health(HealthStatus.FAILED, conditions["Stalled"].get("message") or "Stalled")
-    if conditions.get("Reconciling", _NONE).get("status") == "True":
-        return Health(HealthStatus.IN_PROGRESS, conditions["Reconciling"].get("message") or "Reconciling")
+    """kstatus's checks every kind gets first; None when they do not decide."""
+    if metadata_of(obj).get("deletionTimestamp"):
+        return Health(HealthStatus.TERMINATING, "Resource scheduled for deletion")
+    # only when both are integers: a kind without them (or with strings) is not judged by them
+    generation = int_field(obj, ".metadata.generation", -1)
+    observed = int_field(obj, ".status.observedGeneration", -1)
+    if generation != -1 and observed != -1 and observed != generation:
+        kind = obj.get("kind", "")
+        return in_progress(
+            "LatestGenerationNotObserved",
+            f"{kind} generation is {generation}, but latest observed generation is {observed}",
+        )
+    for condition in conditions(obj):
+        if condition.get("status") != "True":
+            continue
+        if condition.get("type") == "Reconciling":
+            return in_progress(str(condition.get("reason", "")), str(condition.get("message", "")))
+        if condition.get("type") == "Stalled":
+            return Health(
+                HealthStatus.FAILED, str(condition.get("message", "")), str(condition.get("reason", ""))
+            )
     return None
 
 
-def compute(obj: dict[str, Any] | None, *, now: float) -> Health:
+def _ready(obj: dict[str, Any]) -> Health | None:
+    """The Ready condition, which many controllers set though kstatus's conventions do not."""
+    for condition in conditions(obj):
+        if condition.get("type") != "Ready":
+            continue
+        status = condition.get("status")
+        if status == "True":
+            return current("Resource is Ready")
+        if status in ("False", "Unknown"):
+            return in_progress(str(condition.get("reason", "")), str(condition.get("message", "")))
+    return None
+
+
+def compute(obj: dict[str, Any] | None, *, now: float, custom: CustomHealth | None = None) -> Health:
+    """The health of ``obj`` (None: not found). ``custom``: the sync's CEL ``healthCheckExprs``."""
     if obj is None:
-        return Health(HealthStatus.NOT_FOUND, "object not found")
+        return Health(HealthStatus.NOT_FOUND, "Resource not found")
+    group, kind = group_kind(obj)
+    reader = READERS.get(_key(group, kind))
+    if reader is not None:
+        return reader(obj, now)
+    if custom is not None:
+        evaluator = custom.evaluator(group, kind)
+        if evaluator is not None:
+            return evaluator.evaluate(obj)
     decided = generic(obj)
     if decided is not None:
         return decided
-    rule = RULES.get(_group_kind(obj))
+    rule = RULES.get(_key(group, kind))
     if rule is not None:
         return rule(obj, now)
-    ready = conditions_of(obj).get("Ready")
-    if ready is not None and ready.get("status") == "False":
-        return Health(HealthStatus.IN_PROGRESS, ready.get("message") or "Ready is False")
-    return CURRENT
+    return _ready(obj) or current("Resource is current")
 
 
 #: workload kinds whose Pods are looked at when they stay unhealthy (Kind.group)

@@ -24,7 +24,7 @@ from runner.kube.client import Kube
 from runner.kube.discovery import Resource
 from runner.kube.errors import KubeError
 from runner.kube.watch import StreamBroken, WatchStream
-from runner.plan import health
+from runner.plan import health, health_exprs
 from runner.plan.desired import Desired
 from runner.plan.health import Health, HealthStatus
 from runner.ssa.manager import Manager
@@ -37,6 +37,8 @@ class WaitOptions:
     timeout: float = 300.0
     interval: float = 0.5
     fail_fast: bool = True
+    #: the sync's CEL ``healthCheckExprs`` (custom resources' health, as Flux)
+    custom: health_exprs.CustomHealth | None = None
 
 
 class HealthFailed(HealthError):
@@ -219,7 +221,9 @@ def wait(
             for key, res in targets:
                 watcher = watchers[group_of(key, res)]
                 obj = watcher.get(key.name)
-                report[key] = health.compute(dict(obj) if obj is not None else None, now=now)
+                report[key] = health.compute(
+                    dict(obj) if obj is not None else None, now=now, custom=options.custom
+                )
             failed = [k for k, _ in targets if report[k].status is HealthStatus.FAILED]
             if failed and options.fail_fast:
                 _explain_workloads(mgr, targets, report, failed, lambda key: watchers[group_of(*key)].get)

@@ -79,7 +79,7 @@ def test_fails_fast_on_an_unschedulable_deployment(
     )
     assert run.code == 6, run.err
     assert time.monotonic() - started < 90
-    assert f"Deployment.apps/{unique}/stuck: Failed: progress deadline exceeded" in run.err
+    assert f"Deployment.apps/{unique}/stuck: Failed: Progress deadline exceeded" in run.err
     # the condition underneath, from the Pod: the scheduler's own words
     assert "Pod stuck-" in run.err and "Unschedulable: 0/" in run.err, run.err
     assert "node(s) didn't match Pod's node affinity/selector" in run.err, run.err

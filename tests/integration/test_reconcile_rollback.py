@@ -92,7 +92,7 @@ def test_an_unhealthy_new_digest_is_rolled_back_and_not_applied_again(
     assert failed.error.message.startswith(
         f"{bad_rev} failed its health checks and was rolled back to {good_rev}"
     ), failed.error.message
-    assert "progress deadline exceeded" in failed.error.message
+    assert "Progress deadline exceeded" in failed.error.message
     assert (failed.rolled_back_from, failed.rolled_back_to) == (bad_rev, good_rev)
     assert failed.to_json()["rolledBackTo"] == good_rev
     # the cluster holds the good revision again, and what only the bad one had is pruned

@@ -127,7 +127,8 @@ CASES: list[tuple[str, dict[str, Any] | None, HealthStatus]] = [
         {
             "kind": "Pod",
             "apiVersion": "v1",
-            "metadata": {},
+            # 5 s old: kstatus counts the 15 s from the Pod's creation
+            "metadata": {"creationTimestamp": "1970-01-12T13:46:35Z"},
             "status": {
                 "phase": "Pending",
                 "conditions": [cond("PodScheduled", "False", "Unschedulable", "1970-01-12T13:46:35Z")],
