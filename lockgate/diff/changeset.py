@@ -32,6 +32,9 @@ class Entry:
     action: Action
     reason: str = ""
     changes: tuple[FieldChange, ...] = ()
+    #: the object differs from what was last applied and the pass left it so (``changes``: what
+    #: a correction would change); the runner's ``driftDetection.mode: warn``
+    drifted: bool = False
 
     def to_json(self) -> dict[str, Any]:
         data: dict[str, Any] = {
@@ -46,6 +49,8 @@ class Entry:
             data["reason"] = self.reason
         if self.changes:
             data["changes"] = [change.to_json() for change in self.changes]
+        if self.drifted:
+            data["drifted"] = True
         return data
 
 
@@ -67,6 +72,11 @@ class ChangeSet:
         return [entry for entry in self.entries if entry.action in actions]
 
     @property
+    def drifted(self) -> list[Entry]:
+        """The objects left drifted (``Entry.drifted``)."""
+        return [entry for entry in self.entries if entry.drifted]
+
+    @property
     def changed(self) -> bool:
         return bool(self.of(Action.CREATED, Action.CONFIGURED, Action.DELETED))
 
@@ -80,7 +90,7 @@ class ChangeSet:
 
     def table(self, *, show_unchanged: bool = False) -> str:
         """A human table: one row per object that changed (all with ``show_unchanged``), then diffs."""
-        rows = [e for e in self.entries if show_unchanged or e.action is not Action.UNCHANGED]
+        rows = [e for e in self.entries if show_unchanged or e.action is not Action.UNCHANGED or e.drifted]
         lines: list[str] = []
         if rows:
             width = max(len(str(e.key)) for e in rows)

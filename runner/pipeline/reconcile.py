@@ -11,7 +11,8 @@ records ``Progressing`` with the applied members, and its health after the wait;
 stopped by shutdown during it records ``Abandoned`` (the sync is still its own: the Lease is
 released only when the pass returns). A pass that finds everything as it was writes nothing.
 A digest that was rolled back from is not applied again unless a person asks; the rollback
-itself is ``pipeline.rollback``.
+itself is ``pipeline.rollback``. Drift a pass leaves (``spec.driftDetection.mode: warn``) is
+recorded on the parent and told by one ``DriftDetected`` Event while it stays the same.
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ from runner.kube.client import Kube
 from runner.kube.discovery import Resource
 from runner.pipeline import attesting, decrypt, notifications, records, secretrefs, source, substitute
 from runner.pipeline.result import Result
-from runner.plan import attempt, history, kinds, placement, prune_plan, secret_origin
+from runner.plan import attempt, drift, history, ignore, kinds, placement, prune_plan, secret_origin
 from runner.plan.desired import Desired, prepare
 from runner.plan.history import Outcome, Summary
 from runner.plan.inventory import Member
@@ -97,6 +98,10 @@ class SyncOptions:
     notify: tuple[notifications.Provider, ...] = ()
     #: ``spec.attest``: sign a health attestation once the digest is healthy here
     attest: attesting.AttestOptions | None = None
+    #: ``spec.ignore``: fields left to other writers (an HPA's replicas), out of the drift diff
+    ignore: tuple[ignore.Rule, ...] = ()
+    #: ``spec.driftDetection.mode``: correct drift (enabled), report it only (warn), or neither
+    drift_detection: drift.Mode = drift.Mode.ENABLED
 
     def impersonated_user(self, namespace: str) -> str | None:
         if not self.service_account_name:
@@ -172,7 +177,7 @@ class Pass:
         placed = placement.place(
             objects, target_namespace=options.target_namespace, cluster_scope=self.kube.discovery.scope
         )
-        desired = [prepare(obj, self.mgr.set_id) for obj in placed]
+        desired = [prepare(obj, self.mgr.set_id, options.ignore) for obj in placed]
         members = {d.key: d for d in desired if d.policy.applies}
         released = [d.key for d in desired if not d.policy.applies]
         if options.prune:
@@ -204,6 +209,14 @@ class Pass:
         if options.dry_run:
             return
         self._record_final(members, changeset)
+        if self.result.drift_reported:
+            events.emit(
+                self.kube,
+                self.inventory,
+                warning=True,
+                reason=drift.DETECTED,
+                message=self.result.drift_reported,
+            )
         if self.awaits:
             self._wait(desired, changeset)
             self._settle(Summary.HEALTHY)
@@ -284,7 +297,9 @@ class Pass:
         return {key: member.hash for key, member in self.previous.items()}
 
     def _apply_options(self) -> apply.ApplyOptions:
-        return apply.ApplyOptions(force=self.options.force, dry_run=self.options.dry_run)
+        return apply.ApplyOptions(
+            force=self.options.force, dry_run=self.options.dry_run, drift=self.options.drift_detection
+        )
 
     def _apply(self, desired: list[Desired], known: apply.Preflight | None) -> ChangeSet:
         changeset = self.result.changeset
@@ -316,7 +331,8 @@ class Pass:
         applied = {
             e.key
             for e in changeset.entries
-            if e.action in (Action.CREATED, Action.CONFIGURED, Action.UNCHANGED)
+            # an object left drifted keeps the hash it was applied with: still drift next time
+            if e.action in (Action.CREATED, Action.CONFIGURED, Action.UNCHANGED) or e.drifted
         }
         final: dict[Any, Member] = {} if self.options.prune else dict(self.previous)
         for key, item in members.items():
@@ -328,6 +344,15 @@ class Pass:
         self.inventory.source = self.result.url
         self.inventory.waiting = self.result.waiting
         self.inventory.held = None  # a pass ran: nothing held it
+        found = drift.found(
+            changeset.entries,
+            revision=self.result.revision or self.result.digest,
+            now=records.now(),
+            before=self.inventory.drift,
+        )
+        if found is not None and found is not self.inventory.drift:
+            self.result.drift_reported = found.message
+        self.inventory.drift = found
         self.inventory.last_result = {"status": self.outcome.value, "summary": changeset.summary()}
         if self.rejecting:
             self.inventory.rejected = history.reject(self.inventory.rejected, self.rejecting)

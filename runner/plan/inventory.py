@@ -5,8 +5,9 @@ Pure. The parent carries kubectl's ApplySet label and annotations (so ``kubectl 
 member list with each member's API version and the hash of what was applied, the last
 applied digest and revision, the last result, the history of revisions and the digests
 rolled back from (``runner.plan.history``), the last attempt and what holds the sync
-(``runner.plan.attempt``). ``body`` renders the Secret to apply and
-``from_secret`` reads one back; ``runner.inventory.store`` does the I/O. Crash safety rests
+(``runner.plan.attempt``), and the drift the last pass left (``runner.plan.drift``). ``body``
+renders the Secret to apply and ``from_secret`` reads one back; ``runner.inventory.store``
+does the I/O. Crash safety rests
 on the order of writes made by the pipeline: the union of old and new members before
 applying, the new set only after pruning.
 """
@@ -23,7 +24,7 @@ from typing import Any
 from lockgate import bounded
 from lockgate.errors import ApplyError
 from lockgate.manifests import ObjectKey
-from runner.plan import applyset
+from runner.plan import applyset, drift
 from runner.plan.attempt import Attempt, Held
 from runner.plan.history import Entry
 from runner.plan.objects import annotations_of, labels_of
@@ -83,6 +84,8 @@ class Inventory:
     last_attempt: Attempt | None = None
     #: what keeps ``serve`` from running a pass (suspended, a dependency, the source); a pass clears it
     held: Held | None = None
+    #: the drift the last pass left (``driftDetection.mode: warn``), HelmRelease's Drifted condition
+    drift: drift.Record | None = None
     exists: bool = False
 
     @property
@@ -114,6 +117,7 @@ class Inventory:
             **({"waiting": self.waiting} if self.waiting else {}),
             **({"lastAttempt": self.last_attempt.to_json()} if self.last_attempt else {}),
             **({"held": self.held.to_json()} if self.held else {}),
+            **({"drifted": self.drift.to_json()} if self.drift else {}),
         }
 
     def body(self) -> dict[str, Any]:
@@ -197,5 +201,6 @@ def from_secret(secret: dict[str, Any], name: str, namespace: str) -> Inventory:
     inventory.waiting = str(doc.get("waiting", ""))
     inventory.last_attempt = Attempt.from_json(doc.get("lastAttempt"))
     inventory.held = Held.from_json(doc.get("held"))
+    inventory.drift = drift.Record.from_json(doc.get("drifted"))
     inventory.exists = True
     return inventory
