@@ -3,7 +3,8 @@
 The runner's pass and ``lockgate diff`` both produce a ``ChangeSet`` (Flux
 ``ssa/changeset.go``); the summary table, the ``--output json`` document and the
 Kubernetes Events are all rendered from it, never from log lines. ``compare`` builds one
-from two sets of objects (a pushed artifact against local manifests). Pure.
+from two sets of objects (a pushed artifact against local manifests). An entry may be
+marked ``drifted``: the runner found the object changed in the cluster and left it so. Pure.
 """
 
 from __future__ import annotations
@@ -81,9 +82,11 @@ class ChangeSet:
         return bool(self.of(Action.CREATED, Action.CONFIGURED, Action.DELETED))
 
     def summary(self) -> str:
-        """One line, for Events and logs: ``2 created, 1 configured, 5 unchanged``."""
+        """One line, for Events and logs: ``2 created, 1 configured, 5 unchanged``, and how many
+        of them were left drifted (``; 1 drifted, not corrected``)."""
         parts = [f"{count} {action}" for action, count in self.counts().items() if count]
-        return ", ".join(parts) or "no objects"
+        drifted = len(self.drifted)
+        return (", ".join(parts) or "no objects") + (f"; {drifted} drifted, not corrected" if drifted else "")
 
     def to_json(self) -> dict[str, Any]:
         return {"counts": self.counts(), "objects": [entry.to_json() for entry in self.entries]}

@@ -84,8 +84,10 @@ class Target:
     namespace: str | None = None
     label_selector: str | None = None
     annotation_selector: str | None = None
-    _regexes: dict[str, goregex.Regexp] = field(default_factory=dict, compare=False, repr=False)
-    _selectors: dict[str, selector.Selector] = field(default_factory=dict, compare=False, repr=False)
+    _regexes: dict[str, goregex.Regexp] = field(default_factory=dict, init=False, compare=False, repr=False)
+    _selectors: dict[str, selector.Selector] = field(
+        default_factory=dict, init=False, compare=False, repr=False
+    )
 
     def __post_init__(self) -> None:
         """Compile everything now, so a bad pattern is refused when the configuration loads."""
@@ -195,14 +197,22 @@ def _parent(body: Any, path: Pointer, *, create: bool) -> tuple[Any, str] | None
 
 
 def _remove(body: dict[str, Any], path: Pointer) -> None:
-    found = _parent(body, path, create=False)
-    if found is None:
-        return
-    node, token = found
-    if isinstance(node, dict):
-        node.pop(token, None)
-    elif isinstance(node, list) and (index := _index(node, token)) is not None:
-        del node[index]
+    """Remove the field at ``path``, and the maps that leaves empty (sending ``annotations: {}``
+    would claim the whole map)."""
+    chain: list[tuple[Any, Any]] = []  # (container, key or index) from the root down
+    node: Any = body
+    for token in path.tokens:
+        if isinstance(node, dict) and token in node:
+            chain.append((node, token))
+        elif isinstance(node, list) and (index := _index(node, token)) is not None:
+            chain.append((node, index))
+        else:
+            return
+        node = chain[-1][0][chain[-1][1]]
+    for container, key in reversed(chain):
+        del container[key]
+        if container or container is body or isinstance(container, list):
+            return
 
 
 def _put(body: dict[str, Any], path: Pointer, value: Any) -> bool:
