@@ -229,13 +229,41 @@ def _put(body: dict[str, Any], path: Pointer, value: Any) -> bool:
     return False
 
 
+def _dropped(node: Any, tokens: tuple[str, ...]) -> Any:
+    """``node`` without the field at ``tokens``: new containers along the path only, the rest
+    shared (the no-op fast path runs this for every object with ignored fields, every pass)."""
+    token, rest = tokens[0], tokens[1:]
+    if isinstance(node, dict) and token in node:
+        child = _dropped(node[token], rest) if rest else _MISSING
+        if child is node[token]:
+            return node
+        copied = dict(node)
+        if child is _MISSING or child == {}:
+            del copied[token]  # as ``_remove``: a map left empty goes too
+        else:
+            copied[token] = child
+        return copied
+    if isinstance(node, list) and (index := _index(node, token)) is not None:
+        if not rest:
+            return node[:index] + node[index + 1 :]
+        child = _dropped(node[index], rest)
+        return node if child is node[index] else [*node[:index], child, *node[index + 1 :]]
+    return node
+
+
+def _order(path: Pointer) -> tuple[tuple[int, int, str], ...]:
+    """Indexes compared as numbers (item 10 after item 9)."""
+    return tuple((0, int(t), "") if t.isdigit() else (1, 0, t) for t in path.tokens)
+
+
 def without(body: Mapping[str, Any], paths: Sequence[Pointer]) -> dict[str, Any]:
-    """A copy of ``body`` without the fields at ``paths`` (what the drift comparison sees)."""
-    result = copy.deepcopy(dict(body))
+    """``body`` without the fields at ``paths`` (what the drift comparison sees); ``body`` is
+    not changed, and what is not on a path is shared with it."""
+    result: Any = body
     # list items from the last: removing one must not shift another path's index
-    for path in sorted(paths, key=lambda p: p.tokens, reverse=True):
-        _remove(result, path)
-    return result
+    for path in sorted(paths, key=_order, reverse=True):
+        result = _dropped(result, path.tokens)
+    return dict(result)
 
 
 # ---- who owns a path (managedFields) -----------------------------------------------------

@@ -265,3 +265,12 @@ def test_ignored_paths_are_out_of_the_fast_path_and_the_classification() -> None
     assert [str(c) for c in found.changes] == [
         'spec.template.spec.containers[name=app].resources.limits.cpu: "1" -> "2"'
     ]
+
+
+def test_without_removes_list_items_from_the_last_and_shares_the_rest() -> None:
+    items = [{"name": str(i)} for i in range(12)]
+    body = {"spec": {"items": items}, "data": {"big": "x"}}
+    paths = [ignore.pointer("/spec/items/9"), ignore.pointer("/spec/items/10")]
+    left = ignore.without(body, paths)
+    assert [i["name"] for i in left["spec"]["items"]] == ["0", "1", "2", "3", "4", "5", "6", "7", "8", "11"]
+    assert left["data"] is body["data"] and len(items) == 12
