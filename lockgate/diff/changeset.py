@@ -3,7 +3,8 @@
 The runner's pass and ``lockgate diff`` both produce a ``ChangeSet`` (Flux
 ``ssa/changeset.go``); the summary table, the ``--output json`` document and the
 Kubernetes Events are all rendered from it, never from log lines. ``compare`` builds one
-from two sets of objects (a pushed artifact against local manifests). Pure.
+from two sets of objects (a pushed artifact against local manifests). An entry may be
+marked ``drifted``: the runner found the object changed in the cluster and left it so. Pure.
 """
 
 from __future__ import annotations
@@ -32,6 +33,9 @@ class Entry:
     action: Action
     reason: str = ""
     changes: tuple[FieldChange, ...] = ()
+    #: the object differs from what was last applied and the pass left it so (``changes``: what
+    #: a correction would change); the runner's ``driftDetection.mode: warn``
+    drifted: bool = False
 
     def to_json(self) -> dict[str, Any]:
         data: dict[str, Any] = {
@@ -46,6 +50,8 @@ class Entry:
             data["reason"] = self.reason
         if self.changes:
             data["changes"] = [change.to_json() for change in self.changes]
+        if self.drifted:
+            data["drifted"] = True
         return data
 
 
@@ -67,20 +73,27 @@ class ChangeSet:
         return [entry for entry in self.entries if entry.action in actions]
 
     @property
+    def drifted(self) -> list[Entry]:
+        """The objects left drifted (``Entry.drifted``)."""
+        return [entry for entry in self.entries if entry.drifted]
+
+    @property
     def changed(self) -> bool:
         return bool(self.of(Action.CREATED, Action.CONFIGURED, Action.DELETED))
 
     def summary(self) -> str:
-        """One line, for Events and logs: ``2 created, 1 configured, 5 unchanged``."""
+        """One line, for Events and logs: ``2 created, 1 configured, 5 unchanged``, and how many
+        of them were left drifted (``; 1 drifted, not corrected``)."""
         parts = [f"{count} {action}" for action, count in self.counts().items() if count]
-        return ", ".join(parts) or "no objects"
+        drifted = len(self.drifted)
+        return (", ".join(parts) or "no objects") + (f"; {drifted} drifted, not corrected" if drifted else "")
 
     def to_json(self) -> dict[str, Any]:
         return {"counts": self.counts(), "objects": [entry.to_json() for entry in self.entries]}
 
     def table(self, *, show_unchanged: bool = False) -> str:
         """A human table: one row per object that changed (all with ``show_unchanged``), then diffs."""
-        rows = [e for e in self.entries if show_unchanged or e.action is not Action.UNCHANGED]
+        rows = [e for e in self.entries if show_unchanged or e.action is not Action.UNCHANGED or e.drifted]
         lines: list[str] = []
         if rows:
             width = max(len(str(e.key)) for e in rows)

@@ -5,7 +5,7 @@ settings and the schedule, in camelCase under ``spec``; ``metadata.name`` is the
 The kinds are declared in ``runner.pipeline.documents`` and decoded by ``lockgate.model``, so
 every error names file:line, the document (``Sync/web``) and the field; the checks across
 documents (unique names, ``dependsOn`` targets and cycles, one Runner) and each Sync's own
-(its URL, semver range, verification policy, attestations, providers) are here, and a file's
+(its URL, semver range, verification policy, attestations, providers, ignore rules) are here, and a file's
 problems are reported all at once, whichever check found them. Both routes
 produce ``reconcile.SyncOptions``, so the CLI stays one library call per sync; the
 verification options become a policy through the shared ``lockgate.signing.options``.
@@ -42,7 +42,7 @@ from runner.pipeline.documents import (
     WebhookSettings,
 )
 from runner.pipeline.reconcile import RESERVED_PREFIX, ObjectRef, Schedule, SyncOptions, runner_namespace
-from runner.plan import deletion, health_exprs, prune_plan
+from runner.plan import deletion, drift, health_exprs, ignore, prune_plan
 
 if TYPE_CHECKING:
     from lockgate.signing.policy import Policy
@@ -373,6 +373,7 @@ def _options(
     providers = _providers(sync, runner, messages)
     overlay, common_metadata = overlays.from_spec(spec, sync.where, messages)
     custom_health = _health_exprs(sync, messages)
+    ignore_rules = _ignore_rules(sync, messages)
     if len(messages) > found:
         return None
     warnings = tuple(f"{sync.where(('spec', 'verify'))}: {w}" for w in policy_warnings(policy, source.FIELDS))
@@ -440,6 +441,8 @@ def _options(
         else attesting.AttestOptions(
             secret_ref=spec.attest.secret_ref, cluster=runner.cluster_name, on_failure=spec.attest.on_failure
         ),
+        ignore=ignore_rules,
+        drift_detection=drift.Mode(spec.drift_detection.mode),
     )
 
 
@@ -464,6 +467,41 @@ def _health_exprs(sync: _Sync, messages: list[str]) -> health_exprs.CustomHealth
         path: located.Path = ("spec", "healthCheckExprs", error.index, *((error.name,) if error.name else ()))
         messages.append(f"{sync.where(path)}: spec.healthCheckExprs{error.field}: {error.message}")
     return None if errors else health_exprs.compile_all(specs)
+
+
+def _ignore_rules(sync: _Sync, messages: list[str]) -> tuple[ignore.Rule, ...]:
+    """``spec.ignore``: each path a JSON pointer to a field, each target's patterns and selectors
+    compiled now; every problem names its field."""
+    rules = []
+    for number, item in enumerate(sync.value.spec.ignore):
+        at: located.Path = ("spec", "ignore", number)
+        paths = []
+        if not item.paths:
+            messages.append(f"{sync.where(at)}: spec.ignore[{number}].paths: name at least one field")
+        for index, text in enumerate(item.paths):
+            try:
+                paths.append(ignore.pointer(text))
+            except ignore.RuleError as exc:
+                where = sync.where((*at, "paths", index))
+                messages.append(f"{where}: spec.ignore[{number}].paths[{index}]: {exc}")
+        target = None
+        if item.target is not None:
+            spec = item.target
+            try:
+                target = ignore.Target(
+                    group=spec.group,
+                    version=spec.version,
+                    kind=spec.kind,
+                    name=spec.name,
+                    namespace=spec.namespace,
+                    label_selector=spec.label_selector,
+                    annotation_selector=spec.annotation_selector,
+                )
+            except ignore.RuleError as exc:
+                where = sync.where((*at, "target", exc.field))
+                messages.append(f"{where}: spec.ignore[{number}].target.{exc.field}: {exc}")
+        rules.append(ignore.Rule(tuple(paths), target))
+    return tuple(rules)
 
 
 def _pins(fields: Verify | AttestationRequirement) -> GitHubClaims:

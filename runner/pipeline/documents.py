@@ -173,6 +173,52 @@ class HealthCheckExpr:
 
 
 @dataclass(frozen=True)
+class IgnoreTarget:
+    """Which objects an ignore rule applies to (Flux's kustomize Selector); all fields must match."""
+
+    group: str | None = attr("group", 'API group, a Go regular expression matched whole ("" is core).')
+    version: str | None = attr("version", "API version (v1, v1beta1), a Go regular expression matched whole.")
+    kind: str | None = attr("kind", "Kind, a Go regular expression matched whole.")
+    name: str | None = attr("name", "Name, a Go regular expression matched whole.")
+    namespace: str | None = attr("namespace", "Namespace, a Go regular expression matched whole.")
+    label_selector: str | None = attr(
+        "labelSelector", "A Kubernetes label selector on the object's labels (app=web,tier in (a,b))."
+    )
+    annotation_selector: str | None = attr(
+        "annotationSelector", "A Kubernetes label selector on the object's annotations."
+    )
+
+
+@dataclass(frozen=True)
+class IgnoreRule:
+    """Fields left to other writers (Flux's Kustomization spec.ignore)."""
+
+    paths: tuple[str, ...] = attr(
+        "paths",
+        "JSON Pointers (RFC 6901) to the fields, e.g. /spec/replicas; '/' inside a key is written "
+        "~1 (/metadata/annotations/example.com~1owner) and '~' is ~0.",
+        required=True,
+        factory=tuple,
+    )
+    target: IgnoreTarget | None = attr(
+        "target", "The objects the paths are ignored on; omitted: every object of the sync."
+    )
+
+
+@dataclass(frozen=True)
+class DriftDetection:
+    """What a pass does with changes made in the cluster (HelmRelease's driftDetection)."""
+
+    mode: Literal["enabled", "warn", "disabled"] = attr(
+        "mode",
+        "enabled: correct drift; warn: report it (status, Event, metric, notification) and change "
+        "nothing; disabled: neither. Drift is a difference from what the sync last applied to an "
+        "object the artifact has not changed since; a changed object is applied in every mode.",
+        default="enabled",
+    )
+
+
+@dataclass(frozen=True)
 class SubstituteReference:
     """A ConfigMap or Secret of the runner namespace whose entries are variables (Flux's substituteFrom)."""
 
@@ -442,9 +488,24 @@ class SyncSpec:
     )
     drift_interval: float = attr(
         "driftInterval",
-        "A full pull, verify and apply while the digest is unchanged (drift correction).",
+        "A full pull, verify and apply while the digest is unchanged (drift correction, or "
+        "detection: driftDetection).",
         default=3600.0,
         duration=True,
+    )
+    ignore: tuple[IgnoreRule, ...] = attr(
+        "ignore",
+        "Fields other writers own (an HPA's replicas, a webhook's annotation), as Flux's "
+        "Kustomization spec.ignore: out of the drift comparison, and never reverted when the "
+        "object is applied (left out of what is sent, or sent with the live value where leaving "
+        "it out would delete it).",
+        factory=tuple,
+    )
+    drift_detection: DriftDetection = attr(
+        "driftDetection",
+        "Correct drift (the default), only report it (warn), or neither; objects labelled or "
+        "annotated lockgate.dev/driftDetection: disabled are left alone in any mode.",
+        factory=DriftDetection,
     )
     depends_on: tuple[DependsOn, ...] = attr(
         "dependsOn",

@@ -12,7 +12,9 @@ stopped by shutdown during it records ``Abandoned`` (the sync is still its own: 
 released only when the pass returns). A pass that finds everything as it was writes nothing.
 A digest that was rolled back from is not applied again unless a person asks; the rollback
 itself is ``pipeline.rollback``. Each pass also records what deleting the sync will need (its
-``deletionPolicy``; ``pipeline.deletion``) and, under ``serve``, which runner runs it.
+``deletionPolicy``; ``pipeline.deletion``) and, under ``serve``, which runner runs it. Drift
+a pass leaves (``spec.driftDetection.mode: warn``) is recorded on the parent and told by one
+``DriftDetected`` Event while it stays the same.
 """
 
 from __future__ import annotations
@@ -37,8 +39,10 @@ from runner.pipeline.result import Result
 from runner.plan import (
     attempt,
     deletion,
+    drift,
     health_exprs,
     history,
+    ignore,
     kinds,
     overlay,
     placement,
@@ -114,6 +118,10 @@ class SyncOptions:
     attest: attesting.AttestOptions | None = None
     #: ``spec.deletionPolicy``: what deleting the sync does to its objects (``runner.plan.deletion``)
     deletion_policy: deletion.Policy = deletion.Policy.MIRROR_PRUNE
+    #: ``spec.ignore``: fields left to other writers (an HPA's replicas), out of the drift diff
+    ignore: tuple[ignore.Rule, ...] = ()
+    #: ``spec.driftDetection.mode``: correct drift (enabled), report it only (warn), or neither
+    drift_detection: drift.Mode = drift.Mode.ENABLED
 
     def impersonated_user(self, namespace: str) -> str | None:
         if not self.service_account_name:
@@ -206,7 +214,7 @@ class Pass:
         placed = placement.place(
             objects, target_namespace=options.target_namespace, cluster_scope=self.kube.discovery.scope
         )
-        desired = [prepare(obj, self.mgr.set_id) for obj in placed]
+        desired = [prepare(obj, self.mgr.set_id, options.ignore) for obj in placed]
         members = {d.key: d for d in desired if d.policy.applies}
         released = [d.key for d in desired if not d.policy.applies]
         if options.prune:
@@ -238,6 +246,14 @@ class Pass:
         if options.dry_run:
             return
         self._record_final(members, changeset)
+        if self.result.drift_reported:
+            events.emit(
+                self.kube,
+                self.inventory,
+                warning=True,
+                reason=drift.DETECTED,
+                message=self.result.drift_reported,
+            )
         if self.awaits:
             self._wait(desired, changeset)
             self._settle(Summary.HEALTHY)
@@ -318,7 +334,9 @@ class Pass:
         return {key: member.hash for key, member in self.previous.items()}
 
     def _apply_options(self) -> apply.ApplyOptions:
-        return apply.ApplyOptions(force=self.options.force, dry_run=self.options.dry_run)
+        return apply.ApplyOptions(
+            force=self.options.force, dry_run=self.options.dry_run, drift=self.options.drift_detection
+        )
 
     def _apply(self, desired: list[Desired], known: apply.Preflight | None) -> ChangeSet:
         changeset = self.result.changeset
@@ -350,7 +368,8 @@ class Pass:
         applied = {
             e.key
             for e in changeset.entries
-            if e.action in (Action.CREATED, Action.CONFIGURED, Action.UNCHANGED)
+            # an object left drifted keeps the hash it was applied with: still drift next time
+            if e.action in (Action.CREATED, Action.CONFIGURED, Action.UNCHANGED) or e.drifted
         }
         final: dict[Any, Member] = {} if self.options.prune else dict(self.previous)
         for key, item in members.items():
@@ -362,6 +381,15 @@ class Pass:
         self.inventory.source = self.result.url
         self.inventory.waiting = self.result.waiting
         self.inventory.held = None  # a pass ran: nothing held it
+        found = drift.found(
+            changeset.entries,
+            revision=self.result.revision or self.result.digest,
+            now=records.now(),
+            before=self.inventory.drift,
+        )
+        if found is not None and found is not self.inventory.drift:
+            self.result.drift_reported = found.message
+        self.inventory.drift = found
         self.inventory.last_result = {"status": self.outcome.value, "summary": changeset.summary()}
         if self.rejecting:
             self.inventory.rejected = history.reject(self.inventory.rejected, self.rejecting)

@@ -52,6 +52,9 @@ class Result:
     previous_waiting: str = ""
     #: the health attestation this pass wrote (or found already written), ``spec.attest``
     attested: str = ""
+    #: drift this pass found and left (``driftDetection.mode: warn``) that differs from what was
+    #: reported before: the report (Event, notification); empty when none or already reported
+    drift_reported: str = ""
 
     @property
     def ok(self) -> bool:

@@ -3,7 +3,8 @@
 Everything ``status`` shows is in the parents (``runner.plan.inventory``), so it works with
 or without a running ``serve`` and needs only ``get``/``list`` on Secrets in the runner
 namespace: readiness (Flux's Ready condition, ``readiness``), the applied revision and its
-health, the last attempt whatever it was (``runner.plan.attempt``), and the history. A
+health, the last attempt whatever it was (``runner.plan.attempt``), the drift left
+(``runner.plan.drift``), and the history. A
 table has room for one line per sync, so its MESSAGE is the summary
 (``lockgate.summary``); ``lockgate status NAME`` and ``--output json`` carry every message
 whole. ``request`` is ``lockgate sync``: it sets the parent's ``lockgate.dev/requestedAt``
@@ -144,6 +145,9 @@ def to_json(inventory: Inventory) -> dict[str, Any]:
         "requestedAt": inventory.requested_at,
         "lastHandledRequestedAt": inventory.handled_request,
         "waiting": inventory.waiting or None,
+        "drifted": None
+        if inventory.drift is None
+        else inventory.drift.to_json() | {"summary": summarise(inventory.drift.message)},
     }
 
 
@@ -201,6 +205,11 @@ def table(listing: store.Listing) -> str:
         )
     lines = _columns(rows) if listing.inventories else ["no syncs have run in this namespace"]
     lines.extend(f"{inv.name}: {inv.waiting}" for inv in listing.inventories if inv.waiting)
+    lines.extend(
+        f"{inv.name}: drifted: {summarise(inv.drift.message, MESSAGE_WIDTH)}"
+        for inv in listing.inventories
+        if inv.drift is not None
+    )
     lines.extend(f"unreadable: Secret {name}: {why}" for name, why in listing.problems)
     return "\n".join(lines)
 
@@ -242,6 +251,8 @@ def detail(inventory: Inventory) -> str:
         lines.append(f"  result:    {status}: {summary}" + (f" ({_when(inventory)})" if newest else ""))
     if inventory.waiting:
         lines.append(f"  waiting:   {inventory.waiting}")
+    if inventory.drift is not None:
+        lines.extend(_block("drifted:", f"since {inventory.drift.time}\n{inventory.drift.message}"))
     if inventory.rejected:
         lines.append(f"  rejected:  {', '.join(inventory.rejected)} (rolled back; not applied again)")
     if inventory.request_pending:

@@ -5,6 +5,7 @@ matches what the inventory says we last applied, nobody else's manager needs tak
 and every field we send is live with the same value (``is_subset``). Everything else is
 applied (or, in a dry run, dry-run applied) by ``runner.ssa.apply``, and the answer is
 compared here with the live object through the shared diff engine (``lockgate.diff``).
+Fields ``spec.ignore`` leaves to others (``Desired.ignored``) are out of both comparisons.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from lockgate.diff import fields, secret_values
 from lockgate.diff.changeset import Action
 from lockgate.diff.fields import FieldChange
 from lockgate.diff.secret_values import SecretValues
-from runner.plan import takeover
+from runner.plan import ignore, takeover
 from runner.plan.desired import Desired
 
 
@@ -49,7 +50,7 @@ def fast_unchanged(item: Desired, live: dict[str, Any], *, recorded_hash: str, m
         bool(recorded_hash)
         and recorded_hash == item.hash
         and not (item.policy.takes_over and takeover.needs_takeover(live, manager))
-        and is_subset(item.body, live)
+        and is_subset(ignore.without(item.body, item.ignored) if item.ignored else item.body, live)
     )
 
 
@@ -59,9 +60,13 @@ def compare(
     *,
     took_over: bool,
     secret: SecretValues = secret_values.NONE,
+    ignored: tuple[ignore.Pointer, ...] = (),
 ) -> Classification:
     """Classify by the object before and after an apply (or its dry run); ``secret``: the
-    object's values that are secret by origin, masked in the field changes."""
+    object's values that are secret by origin, masked in the field changes; ``ignored``: the
+    paths left out of the comparison."""
+    if ignored:
+        live, after = ignore.without(live, ignored), ignore.without(after, ignored)
     if fields.is_drifted(live, after):
         return Classification(Action.CONFIGURED, fields.field_changes(live, after, secret=secret), took_over)
     if took_over:

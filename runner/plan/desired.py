@@ -1,13 +1,15 @@
 """An object ready to send: our member label added, its policy read, its content hashed.
 
 Pure. ``prepare`` is the last step before the apply: every later step (apply, the no-op
-fast path, prune, wait) works on ``Desired`` values and never changes a body again.
+fast path, prune, wait) works on ``Desired`` values and never changes a body again (an
+apply sends ``runner.plan.ignore.payload`` of it when some of its fields are ignored).
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -15,7 +17,7 @@ from lockgate.diff import secret_values
 from lockgate.diff.secret_values import SecretValues
 from lockgate.errors import RenderError
 from lockgate.manifests import K8sObject, ObjectKey
-from runner.plan import applyset, policy
+from runner.plan import applyset, ignore, policy
 
 
 @dataclass(frozen=True)
@@ -27,6 +29,8 @@ class Desired:
     origin: str = ""
     #: its values that are secret by origin, masked in its diff and in messages about it
     secret: SecretValues = field(default=secret_values.NONE, repr=False, compare=False)
+    #: the fields ``spec.ignore`` leaves to other writers on this object
+    ignored: tuple[ignore.Pointer, ...] = ()
 
     @property
     def api_version(self) -> str:
@@ -43,8 +47,9 @@ def content_hash(body: dict[str, Any]) -> str:
     return hashlib.sha256(data).hexdigest()[:16]
 
 
-def prepare(obj: K8sObject, set_id: str) -> Desired:
-    """Label the object as a member of the set; read its policy; hash what will be sent.
+def prepare(obj: K8sObject, set_id: str, ignore_rules: Sequence[ignore.Rule] = ()) -> Desired:
+    """Label the object as a member of the set; read its policy; hash what will be sent; find
+    the paths ``ignore_rules`` leave alone on it.
 
     Only the mappings on the way to the label are copied (a deep copy per object was a
     tenth of a no-op pass); nothing downstream mutates a body, it is sent or compared.
@@ -63,4 +68,5 @@ def prepare(obj: K8sObject, set_id: str) -> Desired:
         hash=content_hash(body),
         origin=obj.origin,
         secret=obj.secret,
+        ignored=ignore.paths_for(ignore_rules, body) if ignore_rules else (),
     )

@@ -5,11 +5,11 @@ Pure. The parent carries kubectl's ApplySet label and annotations (so ``kubectl 
 member list with each member's API version and the hash of what was applied, the last
 applied digest and revision, the last result, the history of revisions and the digests
 rolled back from (``runner.plan.history``), the last attempt and what holds the sync
-(``runner.plan.attempt``), and what deleting the sync needs (``runner.plan.deletion``).
-``body`` renders the Secret to apply and ``from_secret`` reads one back;
-``runner.inventory.store`` does the I/O. Crash safety rests on the order of writes made by
-the pipeline: the union of old and new members before applying, the new set only after
-pruning.
+(``runner.plan.attempt``), what deleting the sync needs (``runner.plan.deletion``) and the
+drift the last pass left (``runner.plan.drift``). ``body`` renders the Secret to apply and
+``from_secret`` reads one back; ``runner.inventory.store`` does the I/O. Crash safety rests
+on the order of writes made by the pipeline: the union of old and new members before
+applying, the new set only after pruning.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from typing import Any
 from lockgate import bounded
 from lockgate.errors import ApplyError
 from lockgate.manifests import ObjectKey
-from runner.plan import applyset
+from runner.plan import applyset, drift
 from runner.plan.attempt import Attempt, Held
 from runner.plan.deletion import Recorded
 from runner.plan.history import Entry
@@ -90,6 +90,8 @@ class Inventory:
     #: the runner namespace of the ``serve`` whose configuration runs the sync: only that
     #: ``serve`` deletes the sync when it leaves its configuration ("" : never ``serve``)
     served_by: str = ""
+    #: the drift the last pass left (``driftDetection.mode: warn``), HelmRelease's Drifted condition
+    drift: drift.Record | None = None
     exists: bool = False
 
     @property
@@ -123,6 +125,7 @@ class Inventory:
             **({"held": self.held.to_json()} if self.held else {}),
             **({"deletion": self.deletion.to_json()} if self.deletion else {}),
             **({"servedBy": self.served_by} if self.served_by else {}),
+            **({"drifted": self.drift.to_json()} if self.drift else {}),
         }
 
     def body(self) -> dict[str, Any]:
@@ -208,5 +211,6 @@ def from_secret(secret: dict[str, Any], name: str, namespace: str) -> Inventory:
     inventory.held = Held.from_json(doc.get("held"))
     inventory.deletion = Recorded.from_json(doc.get("deletion"))
     inventory.served_by = str(doc.get("servedBy") or "")
+    inventory.drift = drift.Record.from_json(doc.get("drifted"))
     inventory.exists = True
     return inventory

@@ -1,4 +1,4 @@
-"""Per-object policy read from annotations (or labels): how to apply, force, prune, adopt.
+"""Per-object policy read from annotations (or labels): how to apply, force, prune, adopt, drift.
 
 Lockgate's own keys are ``lockgate.dev/<name>``; Flux's ``kustomize.toolkit.fluxcd.io/<name>``
 keys mean the same, so a Flux user's manifests migrate unchanged. Values match
@@ -14,6 +14,8 @@ from typing import Any
 from lockgate.errors import RenderError
 
 PREFIXES = ("lockgate.dev/", "kustomize.toolkit.fluxcd.io/")
+#: HelmRelease's per-object opt-out of drift detection, read beside ``lockgate.dev/driftDetection``
+HELM_DRIFT_DETECTION = "helm.toolkit.fluxcd.io/driftDetection"
 DISABLED = "disabled"
 ENABLED = "enabled"
 
@@ -37,6 +39,9 @@ class ObjectPolicy:
     reconcile: bool = True
     #: ``lockgate.dev/adopt: enabled``: take the object from another ApplySet (another sync)
     adopt: bool = False
+    #: ``lockgate.dev/driftDetection: disabled``: changes made in the cluster are neither
+    #: reported nor corrected (``runner.plan.drift``)
+    drift_detection: bool = True
 
     @property
     def applies(self) -> bool:
@@ -66,9 +71,21 @@ def _lookup(metadata: dict[str, Any], name: str) -> str | None:
 def _mentions_policy(metadata: dict[str, Any]) -> bool:
     for field in ("annotations", "labels"):
         values = metadata.get(field)
-        if isinstance(values, dict) and any(str(key).startswith(PREFIXES) for key in values):
+        if isinstance(values, dict) and any(
+            str(key).startswith(PREFIXES) or key == HELM_DRIFT_DETECTION for key in values
+        ):
             return True
     return False
+
+
+def _drift_detection(metadata: dict[str, Any]) -> bool:
+    """Off when ``lockgate.dev/driftDetection`` or HelmRelease's key says ``disabled``."""
+    for key in (PREFIXES[0] + "driftDetection", HELM_DRIFT_DETECTION):
+        for field in ("annotations", "labels"):
+            values = metadata.get(field)
+            if isinstance(values, dict) and isinstance(values.get(key), str):
+                return str(values[key]).strip().lower() != DISABLED
+    return True
 
 
 def policy_of(body: dict[str, Any], *, where: str = "") -> ObjectPolicy:
@@ -92,4 +109,5 @@ def policy_of(body: dict[str, Any], *, where: str = "") -> ObjectPolicy:
         prune=_lookup(metadata, "prune") != DISABLED,
         reconcile=_lookup(metadata, "reconcile") != DISABLED,
         adopt=_lookup(metadata, "adopt") == ENABLED,
+        drift_detection=_drift_detection(metadata),
     )

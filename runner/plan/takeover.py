@@ -21,7 +21,7 @@ TAKEOVER_PREFIXES = ("kubectl",)
 TAKEOVER_EXACT = ("before-first-apply",)
 
 
-def _taken_over(entry: ManagedFieldsEntry, manager: str) -> bool:
+def taken_over(entry: ManagedFieldsEntry, manager: str) -> bool:
     if entry.get("subresource"):
         return False
     name = str(entry.get("manager", ""))
@@ -33,7 +33,7 @@ def _taken_over(entry: ManagedFieldsEntry, manager: str) -> bool:
 def needs_takeover(live: dict[str, Any], manager: str) -> bool:
     if LAST_APPLIED in annotations_of(live):
         return True
-    return any(_taken_over(entry, manager) for entry in managed_fields_of(live))
+    return any(taken_over(entry, manager) for entry in managed_fields_of(live))
 
 
 def _merge(into: dict[str, Any], other: dict[str, Any]) -> dict[str, Any]:
@@ -57,7 +57,7 @@ def takeover_patch(live: dict[str, Any], manager: str) -> list[dict[str, Any]]:
             and not entry.get("subresource")
         ):
             ours = ManagedFieldsEntry(**entry)
-        elif _taken_over(entry, manager):
+        elif taken_over(entry, manager):
             _merge(merged, entry.get("fieldsV1") or {})
         else:
             kept.append(entry)
@@ -141,7 +141,7 @@ def predict_after_takeover(
     for entry in managed_fields_of(live):
         if entry.get("manager") == manager and entry.get("operation") == "Apply":
             continue
-        if _taken_over(entry, manager):
+        if taken_over(entry, manager):
             _merge(taken, entry.get("fieldsV1") or {})
         elif not entry.get("subresource"):
             others.append(entry.get("fieldsV1") or {})

@@ -83,6 +83,13 @@ class Metrics:
             sync,
             registry=self.registry,
         )
+        self._drift_detected = prometheus_client.Counter(
+            "lockgate_drift_detected",
+            "Objects found drifted and left as they are (driftDetection.mode warn), counted at "
+            "every pass that finds them.",
+            sync,
+            registry=self.registry,
+        )
         self._api = prometheus_client.Counter(
             "lockgate_api_requests",
             "Requests to the Kubernetes API server, by verb.",
@@ -148,6 +155,9 @@ class Metrics:
         # drift: the same artifact applied again and the cluster had moved away from it
         if outcome == "applied" and before is not None and before == result.digest and corrected:
             self._drift.labels(name, namespace).inc(corrected)
+        drifted = len(result.changeset.drifted)
+        if drifted:
+            self._drift_detected.labels(name, namespace).inc(drifted)
 
     def set_sync_info(
         self,
@@ -188,7 +198,7 @@ class Metrics:
             for outcome in OUTCOMES:
                 with contextlib.suppress(KeyError):
                     self._passes.remove(name, namespace, outcome)
-            for metric in (self._managed, self._drift, self._waiting):
+            for metric in (self._managed, self._drift, self._drift_detected, self._waiting):
                 with contextlib.suppress(KeyError):
                     metric.remove(name, namespace)
             with contextlib.suppress(KeyError):

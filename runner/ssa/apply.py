@@ -8,7 +8,10 @@ objects are kept in memory. Objects not yet labelled as members are applied dire
 to know first. A listed object that may have changed is applied at once and classified
 by comparing the server's answer with the listed copy (a dry run first only in
 ``--dry-run``). Kinds are sent in Flux's order; objects of one kind go concurrently.
-Immutable-field errors recreate the object only when forced.
+Immutable-field errors recreate the object only when forced. An object with ignored fields
+(``spec.ignore``) is sent as ``runner.plan.ignore.payload`` makes it from the live copy; an
+object whose drift the mode leaves (``spec.driftDetection``, ``runner.plan.drift``) is only
+dry-run (``warn``) or not looked at (``disabled``), never written.
 """
 
 from __future__ import annotations
@@ -23,7 +26,7 @@ from lockgate.errors import Abandoned, ApplyError, LockgateError
 from lockgate.manifests import ObjectKey
 from runner.kube.discovery import Resource
 from runner.kube.errors import KubeError, NotFoundError
-from runner.plan import applyset, classify, kinds, takeover
+from runner.plan import applyset, classify, drift, ignore, kinds, takeover
 from runner.plan.desired import Desired
 from runner.plan.objects import labels_of
 from runner.plan.policy import SSAMode
@@ -39,6 +42,8 @@ class ApplyOptions:
     force: bool = False
     dry_run: bool = False
     recreate_timeout: float = 60.0
+    #: ``spec.driftDetection.mode``: what to do with an object changed in the cluster
+    drift: drift.Mode = drift.Mode.ENABLED
 
 
 class ApplyFailed(ApplyError):
@@ -147,6 +152,41 @@ class StageApplier:
             ),
         )
 
+    # ---- drift ---------------------------------------------------------------------
+    def leaves(self, item: Desired) -> drift.Mode | None:
+        """``warn`` or ``disabled`` when a difference from the live object is drift the mode
+        leaves: the artifact's version is the one last applied (same hash). None: send it."""
+        mode = self.options.drift if item.policy.drift_detection else drift.Mode.DISABLED
+        if mode is drift.Mode.ENABLED or item.policy.ssa is SSAMode.IF_NOT_PRESENT:
+            return None
+        recorded = self.recorded.get(item.key, "")
+        return mode if recorded and recorded == item.hash else None
+
+    def _detect(self, item: Desired, res: Resource, live: dict[str, Any]) -> Entry:
+        """``warn``: what a correction would change, by a dry run; nothing is written."""
+        try:
+            found = self._dry_run(item, res, live)
+        except KubeError as exc:
+            if not exc.is_immutable:
+                raise
+            why = f"{drift.NOT_CORRECTED}; correcting it needs the object recreated"
+            return Entry(item.key, Action.UNCHANGED, why, drifted=True)
+        if not found.changes:
+            return Entry(item.key, Action.UNCHANGED)
+        return Entry(item.key, Action.UNCHANGED, drift.NOT_CORRECTED, found.changes, drifted=True)
+
+    def payload_for(self, item: Desired, live: dict[str, Any]) -> dict[str, Any]:
+        """What is sent for ``item`` when ``live`` is its live object."""
+        if not item.ignored:
+            return item.body
+        return ignore.payload(
+            item.body,
+            live,
+            item.ignored,
+            manager=self.mgr.field_manager,
+            takes_over=item.policy.takes_over,
+        )
+
     # ---- one object ----------------------------------------------------------------
     def one(self, item: Desired, res: Resource | None, state: Live | None) -> Entry:
         if not item.policy.applies:
@@ -156,17 +196,26 @@ class StageApplier:
             return Entry(item.key, Action.CREATED, "kind not installed yet; not validated (dry run)")
         if isinstance(state, _Unchanged):
             return Entry(item.key, Action.UNCHANGED)
+        left = self.leaves(item)
+        if left is drift.Mode.DISABLED:
+            return Entry(item.key, Action.UNCHANGED)  # not looked at
         kube = self.mgr.kube
         try:
             live = state
             if live is None:
-                if not (self.options.dry_run or item.policy.ssa is SSAMode.IF_NOT_PRESENT):
+                # with ignored fields the live copy decides what is sent: fetched first
+                fetch = self.options.dry_run or item.policy.ssa is SSAMode.IF_NOT_PRESENT
+                if not (fetch or item.ignored or left):
                     return self._apply_unlisted(item, res)
                 live = kube.get(res, item.key.namespace, item.key.name)
             if live is None:
+                if left:
+                    return Entry(item.key, Action.SKIPPED, drift.NOT_RECREATED, drifted=True)
                 return self._create(item, res)
             if item.policy.ssa is SSAMode.IF_NOT_PRESENT:
                 return Entry(item.key, Action.SKIPPED, "exists; ssa: IfNotPresent")
+            if left:
+                return self._detect(item, res, live)
             if not self.options.dry_run:
                 return self._update(item, res, live)
             try:
@@ -182,13 +231,14 @@ class StageApplier:
     def _dry_run(self, item: Desired, res: Resource, live: dict[str, Any]) -> classify.Classification:
         """Dry-run ``item`` against its live object; raises ``KubeError`` (e.g. immutable fields)."""
         manager = self.mgr.field_manager
-        _, dry = self.mgr.kube.apply(res, item.body, manager=manager, dry_run=True)
+        body = self.payload_for(item, live)
+        _, dry = self.mgr.kube.apply(res, body, manager=manager, dry_run=True)
         took_over = item.policy.takes_over and takeover.needs_takeover(live, manager)
         if took_over:
             # the real pass takes kubectl's fields over first, so its apply removes those we
             # do not set: show exactly that, field by field
-            dry = takeover.predict_after_takeover(live, dry, item.body, manager)
-        return classify.compare(live, dry, took_over=took_over, secret=item.secret)
+            dry = takeover.predict_after_takeover(live, dry, body, manager)
+        return classify.compare(live, dry, took_over=took_over, secret=item.secret, ignored=item.ignored)
 
     def _update(self, item: Desired, res: Resource, live: dict[str, Any]) -> Entry:
         """Apply at once and classify by comparing the answer with the live copy.
@@ -198,15 +248,16 @@ class StageApplier:
         """
         kube, manager = self.mgr.kube, self.mgr.field_manager
         took_over = item.policy.takes_over and takeover.needs_takeover(live, manager)
+        body = self.payload_for(item, live)
         if took_over:
             kube.json_patch(res, item.key.namespace, item.key.name, takeover.takeover_patch(live, manager))
         try:
-            _, after = kube.apply(res, item.body, manager=manager)
+            _, after = kube.apply(res, body, manager=manager)
         except KubeError as exc:
             if exc.is_immutable:
                 return self._recreate(item, res, exc)
             raise
-        found = classify.compare(live, after, took_over=took_over, secret=item.secret)
+        found = classify.compare(live, after, took_over=took_over, secret=item.secret, ignored=item.ignored)
         return Entry(item.key, found.action, found.reason, found.changes)
 
     def _create(self, item: Desired, res: Resource) -> Entry:
@@ -360,11 +411,14 @@ def preflight(
         if item.key in resources
         and index.get(item.key) is not UNCHANGED
         and item.policy.ssa is not SSAMode.IF_NOT_PRESENT
+        and applier.leaves(item) is None  # never written by this pass
     ]
 
     def check(item: Desired) -> None:
+        live = index.get(item.key)
+        body = applier.payload_for(item, live) if isinstance(live, dict) else item.body
         try:
-            mgr.kube.apply(resources[item.key], item.body, manager=mgr.field_manager, dry_run=True)
+            mgr.kube.apply(resources[item.key], body, manager=mgr.field_manager, dry_run=True)
         except NotFoundError:
             if item.key.namespace in namespaces:
                 return  # its namespace comes in this pass (the Namespace stage goes first)

@@ -30,6 +30,7 @@ STATUS_KEYS = {
     "rejected",
     "requestedAt",
     "lastHandledRequestedAt",
+    "drifted",
 }
 
 

@@ -195,6 +195,38 @@ def waiting_event(result: Result, *, now: dt.datetime, instance: str = "") -> by
     return _dumps(body)
 
 
+#: the event reason of drift a pass left (``driftDetection.mode: warn``), HelmRelease's word
+DRIFT_DETECTED = "DriftDetected"
+
+
+def drift_event(result: Result, *, now: dt.datetime, instance: str = "") -> bytes:
+    """Flux's event JSON for drift left in the cluster: severity error, as Flux forwards a
+    Warning Event (HelmRelease's ``DriftDetected``)."""
+    body: dict[str, Any] = {
+        "involvedObject": {
+            "apiVersion": API_VERSION,
+            "kind": KIND,
+            "name": result.name,
+            "namespace": result.namespace,
+        },
+        "severity": "error",
+        "timestamp": now.astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "message": whole_or_summary(result.drift_reported, MAX_MESSAGE),
+        "reason": DRIFT_DETECTED,
+        "metadata": metadata_of(result),
+        "reportingController": CONTROLLER,
+    }
+    if instance:
+        body["reportingInstance"] = instance
+    return _dumps(body)
+
+
+def slack_drift(result: Result, *, cluster: str) -> bytes:
+    where = f"{result.namespace}/{result.name}" + (f" on {cluster}" if cluster else "")
+    header = f":warning: {where}: {DRIFT_DETECTED}\n"
+    return _dumps({"text": header + whole_or_summary(result.drift_reported, MAX_SLACK - len(header))})
+
+
 def slack_waiting(result: Result, *, cluster: str) -> bytes:
     where = f"{result.namespace}/{result.name}" + (f" on {cluster}" if cluster else "")
     return _dumps({"text": f":hourglass: {where}: {clip(result.waiting, 300)}"})

@@ -10,7 +10,9 @@ one status per sync that GitHub already shows.
 
 Generic and Slack: an event when a pass changed something, failed, or succeeded after a
 failure; the same failure again (a retry) is not sent twice in a row. A failure before the
-artifact was pulled has no commit: it reaches generic and Slack, not GitHub.
+artifact was pulled has no commit: it reaches generic and Slack, not GitHub. Drift a pass
+left (``driftDetection.mode: warn``) is one ``DriftDetected`` event when the pass reported it
+(``Result.drift_reported``: new drift, not the same drift again, whatever the process).
 
 Secrets are read when a notification is sent (by the delivery worker, not the pass).
 """
@@ -104,6 +106,10 @@ class Notifier:
             for provider in options.notify:
                 if provider.type != "github":  # the waiting digest's commit is not known: not pulled
                     self._waiting(provider, options, result)
+        if result.drift_reported:
+            for provider in options.notify:
+                if provider.type != "github":
+                    self._drift(provider, options, result)
         if result.skipped:
             return
         for provider in options.notify:
@@ -278,6 +284,21 @@ class Notifier:
                 what=f"info event {messages.WAITING}",
                 prepare=prepare,
                 forget=forget,
+            )
+        )
+
+    def _drift(self, provider: Provider, options: pipeline.SyncOptions, result: Result) -> None:
+        if provider.type == "slack":
+            body = messages.slack_drift(result, cluster=self.cluster)
+        else:
+            body = messages.drift_event(result, now=dt.datetime.now(dt.UTC), instance=self.instance)
+        self.queue.submit(
+            delivery.Job(
+                provider=provider.type,
+                sync=options.name,
+                what=f"error event {messages.DRIFT_DETECTED}",
+                prepare=lambda: self._event_request(provider, result, body),
+                forget=lambda: None,
             )
         )
 
