@@ -120,7 +120,7 @@ class Steps:
                     self.hashes[key] = self.items[key].hash
 
     def wait_wave(self, index: int, changeset: ChangeSet) -> None:
-        """Wait until the ``index``-th wave is healthy, if anything after it is to be written."""
+        """Wait until the ``index``-th wave is healthy (asked only when more is to be written)."""
         if self.dry_run:
             return
         wave, keys = self.sequence.waves[index]

@@ -1,5 +1,8 @@
 """One reconcile pass: source -> inventory (union) -> staged apply -> prune -> inventory (new) -> wait.
 
+The staged apply goes wave by wave, with hooks before, in and after the waves
+(``pipeline.ordered``); a hook is a member like any object, in the union before it runs.
+
 The order of inventory writes is what makes a pass crash-safe: before the first object is
 applied, the parent records the union of the previous and the new members, so a pass
 killed at any point leaves no object the next pass does not know about; only after

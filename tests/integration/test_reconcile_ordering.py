@@ -4,6 +4,8 @@ completion before the Deployment changes; a failing or endless one stops the pas
 from __future__ import annotations
 
 import copy
+import subprocess
+import time
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +19,7 @@ from runner.pipeline.result import Result
 from tests.integration.artifacts_support import lockgate
 from tests.integration.ordering_support import Timeline, complete, healthy, image
 from tests.integration.reconcile_support import (
+    LOCKGATE,
     cli,
     configmap,
     deployment,
@@ -398,3 +401,50 @@ def test_a_hook_that_cannot_run_again_is_refused_before_anything_is_written(
     deployed = get(full_cluster, "deployment", "web", ns)
     assert deployed is not None
     assert deployed["spec"]["template"]["spec"]["containers"][0]["image"].endswith("app:1")
+
+
+def test_a_pass_killed_while_its_hook_runs_is_followed_by_one_that_converges(
+    full_cluster: Cluster, registry: Registry, unique: str
+) -> None:
+    ns, runner_ns = unique, f"{unique}-r"
+    pre = {"lockgate.dev/hook": "pre-apply"}
+    old = [namespace(ns), configmap("gone", ns, {"k": "1"}), web(ns, "1")]
+    first = run_pass(full_cluster, push_tree(registry, unique, {"a.yaml": dump(*old)}), unique, runner_ns)
+    assert first.error is None, first.error
+    stuck = job("migrate", ns, annotations=pre)
+    stuck["spec"]["template"]["spec"]["nodeSelector"] = {"no-such-node": "true"}
+    new = [namespace(ns), configmap("added", ns, {"k": "1"}), web(ns, "2")]
+    hung = push_tree(registry, unique, {"a.yaml": dump(*new, stuck)}, tag="v2")
+    argv = [*LOCKGATE, "reconcile", hung, "--name", unique, "-n", runner_ns, "--insecure-skip-verify"]
+    proc = subprocess.Popen(
+        [*argv, "--prune", "--wait", "--timeout", "5m", f"--kubeconfig={full_cluster.kubeconfig}"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while get(full_cluster, "job", "migrate", ns) is None:
+            assert proc.poll() is None, f"the pass ended (exit {proc.returncode}) before its hook ran"
+            assert time.monotonic() < deadline, "the hook was not created in 60s"
+            time.sleep(0.2)
+    finally:
+        proc.kill()
+        proc.wait()
+    # killed while the hook ran: the parent already names it and every new object, and
+    # nothing after the hook was written
+    inventory = store.read(Kube.from_kubeconfig(full_cluster.kubeconfig), unique, runner_ns)
+    recorded = {str(k) for k in inventory.members}
+    assert {f"Job.batch/{ns}/migrate", f"ConfigMap/{ns}/added", f"ConfigMap/{ns}/gone"} <= recorded
+    assert get(full_cluster, "configmap", "added", ns) is None
+    assert get(full_cluster, "configmap", "gone", ns) is not None
+
+    fixed = push_tree(registry, unique, {"a.yaml": dump(*new, job("migrate", ns, annotations=pre))}, tag="v3")
+    result = run_pass(full_cluster, fixed, unique, runner_ns, prune=True, wait=True, timeout="90s")
+    assert result.error is None, result.error
+    assert reasons(result)[f"Job.batch/{ns}/migrate"] == (
+        "created: pre-apply hook: replaced the previous run, ran to completion"
+    )
+    assert get(full_cluster, "configmap", "gone", ns) is None
+    assert get(full_cluster, "configmap", "added", ns) is not None
+    again = run_pass(full_cluster, fixed, unique, runner_ns, prune=True, wait=True, timeout="90s")
+    assert again.error is None and not again.changeset.changed, again.changeset.summary()
