@@ -52,11 +52,6 @@ class Sequence:
     #: Namespaces applied before the pre-apply hooks run in them
     first: tuple[ObjectKey, ...] = ()
 
-    @property
-    def ordered(self) -> bool:
-        """More than one wave, or hooks: the pass is not the plain staged apply."""
-        return len(self.waves) > 1 or bool(self.hooks)
-
     def hook_waves(self, phase: Phase) -> Waves:
         """The hooks due in ``phase``, by ascending wave."""
         keys = [key for key, phases in self.due.items() if phase in phases]

@@ -91,6 +91,12 @@ def test_a_migration_job_runs_to_completion_before_the_deployment_changes(
         }
 
     first = push_tree(registry, unique, revision("1"), tag="v1")
+    # a dry run says which hooks would run, and runs none
+    dry = run_pass(full_cluster, first, unique, runner_ns, dry_run=True)
+    assert dry.error is None, dry.error
+    assert reasons(dry)[f"Job.batch/{ns}/migrate"] == "created: pre-apply hook: would run"
+    assert reasons(dry)[f"Job.batch/{ns}/smoke"] == "created: post-apply hook: would run"
+    assert get(full_cluster, "namespace", ns) is None
     with Timeline(full_cluster, ns, KINDS) as seen:
         result = run_pass(full_cluster, first, unique, runner_ns, wait=True, timeout="90s")
     assert result.error is None, result.error

@@ -43,14 +43,14 @@ def test_objects_go_in_waves_by_ascending_number() -> None:
         (0, (key("ConfigMap", "plain"),)),
         (2, (key("ConfigMap", "late"),)),
     )
-    assert not order.hooks and order.ordered
+    assert not order.hooks and not order.due
 
 
 def test_no_annotations_is_one_wave() -> None:
     _, order = plan(
         [item("ConfigMap", "a"), item("Service", "b")], event=Event.UPGRADE, digest=DIGEST, recorded={}
     )
-    assert [w for w, _ in order.waves] == [0] and not order.ordered
+    assert order.waves == ((0, (key("ConfigMap", "a"), key("Service", "b"))),)
 
 
 def test_a_hook_runs_once_per_revision() -> None:
