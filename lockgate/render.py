@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from lockgate import bounded, kustomization
+from lockgate import bounded, helmhooks, kustomization
 from lockgate.errors import RenderError, UsageError
 
 log = logging.getLogger("lockgate.render")
@@ -151,21 +151,19 @@ def _check_values(file: Path) -> None:
     bounded.yaml_documents(text, str(file))
 
 
-HOOK_ANNOTATION = "helm.sh/hook"
-
-
-def helm_hooks(text: str) -> list[str]:
-    """``Kind/name (hook)`` of each rendered object that is a Helm hook: applied as an
-    ordinary object, since a GitOps apply has no install/upgrade phases."""
-    found = []
+def helm_hooks(text: str) -> tuple[list[str], list[str]]:
+    """``Kind/name (hook)`` of each rendered object that is a Helm hook: those the runner runs
+    in its phases (``lockgate.helmhooks``), and those it never applies (delete hooks)."""
+    run: list[str] = []
+    never: list[str] = []
     for _, doc in bounded.yaml_documents(text, "helm template output"):
         if not isinstance(doc, dict):
             continue
         meta = doc.get("metadata") or {}
-        hook = (meta.get("annotations") or {}).get(HOOK_ANNOTATION) if isinstance(meta, dict) else None
+        hook = (meta.get("annotations") or {}).get(helmhooks.HOOK) if isinstance(meta, dict) else None
         if hook:
-            found.append(f"{doc.get('kind')}/{meta.get('name')} ({hook})")
-    return found
+            (run if helmhooks.runs(hook) else never).append(f"{doc.get('kind')}/{meta.get('name')} ({hook})")
+    return run, never
 
 
 def render(path: Path, *, purpose: str, helm: HelmOptions = HelmOptions()) -> str:
@@ -181,14 +179,16 @@ def render(path: Path, *, purpose: str, helm: HelmOptions = HelmOptions()) -> st
     if kind == "kustomize":
         return kustomize_build(path, purpose=purpose)
     text = helm_template(path, purpose=purpose, options=helm)
-    hooks = helm_hooks(text)
-    if hooks:
+    run, never = helm_hooks(text)
+    if run or never:
         # stderr (logging's last resort), not an error: the user should know, nothing is wrong
         log.warning(
-            "notice: %s: %d Helm hook object(s) are applied as ordinary objects (there are no "
-            "install/upgrade phases): %s",
+            "notice: %s: %d Helm hook object(s) keep their annotations: the runner runs pre-install, "
+            "pre-upgrade and pre-rollback hooks before the other objects, post-* hooks once they "
+            "are healthy%s%s",
             path,
-            len(hooks),
-            ", ".join(hooks),
+            len(run) + len(never),
+            f": {', '.join(run)}" if run else "",
+            f"; never applied: {', '.join(never)}" if never else "",
         )
     return text

@@ -1,5 +1,8 @@
 """One reconcile pass: source -> inventory (union) -> staged apply -> prune -> inventory (new) -> wait.
 
+The staged apply goes wave by wave, with hooks before, in and after the waves
+(``pipeline.ordered``); a hook is a member like any object, in the union before it runs.
+
 The order of inventory writes is what makes a pass crash-safe: before the first object is
 applied, the parent records the union of the previous and the new members, so a pass
 killed at any point leaves no object the next pass does not know about; only after
@@ -22,19 +25,28 @@ from __future__ import annotations
 import datetime as dt
 import re
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from lockgate import registry
 from lockgate.diff.changeset import Action, ChangeSet
-from lockgate.errors import HealthError, LockgateError, RenderError, ShuttingDown, UsageError
+from lockgate.errors import Abandoned, HealthError, LockgateError, RenderError, ShuttingDown, UsageError
 from lockgate.manifests import K8sObject, ObjectKey
 from runner.inventory import events, store
 from runner.kube.client import Kube
 from runner.kube.discovery import Resource
-from runner.pipeline import attesting, decrypt, notifications, records, secretrefs, source, substitute
+from runner.pipeline import (
+    attesting,
+    decrypt,
+    notifications,
+    ordered,
+    records,
+    secretrefs,
+    source,
+    substitute,
+)
 from runner.pipeline.result import Result
 from runner.plan import (
     attempt,
@@ -52,6 +64,7 @@ from runner.plan import (
 from runner.plan.desired import Desired, prepare
 from runner.plan.history import Outcome, Summary
 from runner.plan.inventory import Member
+from runner.plan.ordering import Event, Phase
 from runner.ssa import apply, prune, wait
 from runner.ssa.manager import Manager
 
@@ -203,20 +216,49 @@ class Pass:
         self.inventory.deletion = options.recorded_deletion()
         if served_by:
             self.inventory.served_by = served_by
+        #: a person asked for this pass: its hooks run again (``runner.plan.sequence``)
+        self.requested = bool(request)
+        #: waves and hooks (``runner.pipeline.ordered``), once ``run`` has planned them
+        self.steps: ordered.Steps | None = None
+        #: the union is recorded: from here on a failure runs the on-failure hooks
+        self._writing = False
 
     @property
     def awaits(self) -> bool:
-        """Flux waits for ``healthChecks`` even when ``wait`` is off."""
-        return self.options.wait or bool(self.options.health_checks)
+        """Flux waits for ``healthChecks`` even when ``wait`` is off; post-apply hooks run
+        once everything is healthy, so a pass that runs them waits too."""
+        return self.options.wait or bool(self.options.health_checks) or self._post_apply_due
+
+    @property
+    def _post_apply_due(self) -> bool:
+        return self.steps is not None and self.steps.sequence.post_apply_due
+
+    def _event(self) -> Event:
+        if self.outcome is Outcome.ROLLED_BACK:
+            return Event.ROLLBACK
+        return Event.UPGRADE if self.inventory.digest else Event.INSTALL
 
     def run(self, objects: list[K8sObject]) -> None:
         options = self.options
         placed = placement.place(
             objects, target_namespace=options.target_namespace, cluster_scope=self.kube.discovery.scope
         )
-        desired = [prepare(obj, self.mgr.set_id, options.ignore) for obj in placed]
-        members = {d.key: d for d in desired if d.policy.applies}
-        released = [d.key for d in desired if not d.policy.applies]
+        # waves and hooks read; a hook's hash becomes its run marker
+        desired, self.steps = ordered.Steps.plan(
+            self.mgr,
+            [prepare(obj, self.mgr.set_id, options.ignore) for obj in placed],
+            self.result,
+            event=self._event(),
+            recorded=self._recorded(),
+            requested=self.requested,
+            timeout=options.timeout,
+            dry_run=options.dry_run,
+            fail_fast=self.outcome is not Outcome.ROLLED_BACK,
+            interrupt=self.kube.check_guard,
+            custom=options.health_exprs,
+        )
+        members = dict(self.steps.items)
+        released = [d.key for d in desired if d.key not in members]
         if options.prune:
             prune_plan.check_share(self.previous, [*members, *released], options.prune_options)
         known = None
@@ -225,12 +267,14 @@ class Pass:
             # stops the pass before anything is written, the inventory included
             known = apply.preflight(
                 self.mgr,
-                desired,
+                self.steps.preflight_items(desired),
                 recorded=self._recorded(),
                 options=self._apply_options(),
                 created_namespaces={self.inventory.namespace},
             )
+            self.steps.check(known.index)
             self._record_union(members)
+            self._writing = True
         changeset = self._apply(desired, known)
         if options.prune:
             pruned, _ = prune.prune(
@@ -256,6 +300,8 @@ class Pass:
             )
         if self.awaits:
             self._wait(desired, changeset)
+            self.steps.run_hooks(Phase.POST_APPLY, changeset)
+            self._note_hooks(self.inventory.members)
             self._settle(Summary.HEALTHY)
             self._succeeded()
             self._write_if_changed()
@@ -339,11 +385,37 @@ class Pass:
         )
 
     def _apply(self, desired: list[Desired], known: apply.Preflight | None) -> ChangeSet:
+        """The pre-apply hooks, then each wave in turn: its stages, its apply-phase hooks, and a
+        health wait when anything after it is to be written (``runner.pipeline.ordered``)."""
+        changeset = self.result.changeset
+        by_key = {d.key: d for d in desired}
+        assert self.steps is not None
+        steps, order = self.steps, self.steps.sequence
+        changeset.extend(steps.skipped())
+        self._apply_staged(order.first, by_key, known)
+        steps.run_hooks(Phase.PRE_APPLY, changeset)
+        pending = {
+            key
+            for key, item in by_key.items()
+            if item.policy.applies and (known is None or known.index.get(key) is not apply.UNCHANGED)
+        }
+        for index, (wave, keys) in enumerate(order.waves):
+            self._apply_staged(keys, by_key, known)
+            steps.run_hooks(Phase.APPLY, changeset, wave=wave)
+            if order.writes_after(index, pending):
+                steps.wait_wave(index, changeset)
+        if self.options.dry_run:
+            steps.run_hooks(Phase.POST_APPLY, changeset)
+        return changeset
+
+    def _apply_staged(
+        self, chosen: Collection[ObjectKey], by_key: dict[ObjectKey, Desired], known: apply.Preflight | None
+    ) -> None:
+        """Apply ``chosen`` in the kind stages, waiting for CRDs after the first."""
         changeset = self.result.changeset
         recorded = self._recorded()
-        by_key = {d.key: d for d in desired}
         options = self._apply_options()
-        for stage, keys in kinds.staged(by_key):
+        for stage, keys in kinds.staged(chosen):
             try:
                 done = apply.apply_stage(
                     self.mgr, [by_key[k] for k in keys], recorded=recorded, options=options, known=known
@@ -354,7 +426,6 @@ class Pass:
             changeset.extend(done)
             if stage is kinds.Stage.CLUSTER and not self.options.dry_run:
                 self._wait_for_crds([by_key[k] for k in keys])
-        return changeset
 
     def _wait_for_crds(self, items: list[Desired]) -> None:
         crds = [d for d in items if d.key.kind == "CustomResourceDefinition" and d.policy.applies]
@@ -374,6 +445,7 @@ class Pass:
         final: dict[Any, Member] = {} if self.options.prune else dict(self.previous)
         for key, item in members.items():
             final[key] = Member(key, item.version, item.hash if key in applied else "")
+        self._note_hooks(final)
         before = (self._written, self.inventory.exists)
         self.inventory.members = final
         self.inventory.digest = self.result.digest
@@ -417,9 +489,20 @@ class Pass:
             store.ensure_namespace(self.kube, self.inventory.namespace, manager=self.mgr.field_manager)
             store.write(self.kube, self.inventory, manager=self.mgr.field_manager)
 
+    def _note_hooks(self, members: dict[Any, Member]) -> None:
+        """Each hook's hash as ``steps`` keeps it: its run marker once it ran, else the old one."""
+        if self.steps is None:
+            return
+        for key in self.steps.sequence.hooks.keys() & members.keys():
+            members[key] = Member(key, members[key].version, self.steps.hashes.get(key, ""))
+
     def _wait(self, desired: list[Desired], changeset: ChangeSet) -> None:
         skipped = {e.key for e in changeset.of(Action.SKIPPED)}
-        members = desired if self.options.wait else []  # healthChecks alone: only those
+        assert self.steps is not None
+        # healthChecks alone: only those; hooks are waited on as they run, earlier waves in turn
+        waited = self.steps.health
+        skipped |= {*self.steps.sequence.hooks, *waited}
+        members = desired if self.options.wait or self._post_apply_due else []
         awaited = [
             (d.key, self.mgr.resource(d.api_version, d.key.kind)) for d in members if d.key not in skipped
         ]
@@ -434,9 +517,9 @@ class Pass:
             # the guard is asked twice a second: a shutdown stops the wait at once
             report = wait.wait(self.mgr, awaited, settings, extra=extra, interrupt=self.kube.check_guard)
         except wait.HealthFailed as exc:
-            self.result.health = {str(k): h for k, h in exc.report.items()}
+            self.result.health = {str(k): h for k, h in {**waited, **exc.report}.items()}
             raise
-        self.result.health = {str(k): h for k, h in report.items()}
+        self.result.health = {str(k): h for k, h in {**waited, **report}.items()}
 
     def _health_check(self, ref: ObjectRef) -> tuple[ObjectKey, Resource]:
         res = self.mgr.resource(ref.api_version, ref.kind)
@@ -453,6 +536,8 @@ class Pass:
         abandoned at shutdown (the same records, no Event). The members are left as written."""
         if self.options.dry_run or not records.recordable(error):
             return  # nothing changed, the cluster cannot take the record, or we may not write
+        self._on_failure(error)
+        self._note_hooks(self.inventory.members)
         stopped = isinstance(error, ShuttingDown)
         if stopped:
             failed = Outcome.ABANDONED
@@ -482,6 +567,15 @@ class Pass:
         if not stopped:
             reason = events.reason_for(error)
             events.emit(kube, self.inventory, warning=True, reason=reason, message=error.message)
+
+    def _on_failure(self, error: LockgateError) -> None:
+        """The on-failure hooks of a pass that began to write; their own failure is a note."""
+        if self.steps is None or not self._writing or isinstance(error, Abandoned):
+            return
+        try:
+            self.steps.run_hooks(Phase.ON_FAILURE, self.result.changeset)
+        except LockgateError as exc:
+            self.result.notes.append(f"an on-failure hook failed too: {exc.message}")
 
 
 def prepare_fetched(

@@ -167,12 +167,14 @@ def _pod_trouble(pod_obj: dict[str, Any]) -> str | None:
         if waiting.get("reason") in _CONTAINER_TROUBLE:
             said = f": {waiting['message']}" if waiting.get("message") else ""
             return f"Pod {name}: container {container.get('name')}: {waiting['reason']}{said}"
-        last = (container.get("lastState") or {}).get("terminated") or {}
-        if last.get("exitCode") not in (None, 0):
-            return (
-                f"Pod {name}: container {container.get('name')} exited with {last['exitCode']}"
-                f" ({last.get('reason', 'Error')})"
-            )
+        # a container that ended with an error: now (a Pod that failed), or before its restart
+        for ended in (state.get("terminated"), (container.get("lastState") or {}).get("terminated")):
+            if isinstance(ended, dict) and ended.get("exitCode") not in (None, 0):
+                said = f": {str(ended['message']).strip()[:300]}" if ended.get("message") else ""
+                return (
+                    f"Pod {name}: container {container.get('name')} exited with {ended['exitCode']}"
+                    f" ({ended.get('reason', 'Error')}{said})"
+                )
     ready = conditions_of(pod_obj).get("Ready", _NONE)
     if ready.get("status") == "False" and ready.get("message"):
         return f"Pod {name}: {ready.get('reason', 'NotReady')}: {ready['message']}"

@@ -83,6 +83,10 @@ def _about(item: Desired, exc: LockgateError) -> LockgateError:
     return exc.about(message) if isinstance(exc, KubeError) else ApplyError(message)
 
 
+#: the same naming for the other verbs (the hook runner)
+about = _about
+
+
 class StageApplier:
     def __init__(self, mgr: Manager, options: ApplyOptions, recorded: Mapping[ObjectKey, str]) -> None:
         self.mgr = mgr

@@ -17,6 +17,7 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from lockgate.errors import HealthError, LockgateError
 from lockgate.manifests import ObjectKey
@@ -46,6 +47,7 @@ class HealthFailed(HealthError):
 
     def __init__(self, headline: str, report: dict[ObjectKey, Health], keys: Sequence[ObjectKey]) -> None:
         super().__init__(headline, details=_describe(report, keys))
+        self.headline = headline
         self.report = report
 
 
@@ -181,9 +183,11 @@ def wait(
     *,
     extra: Sequence[tuple[ObjectKey, Resource]] = (),
     interrupt: Callable[[], None] | None = None,
+    judge: Callable[[dict[str, Any] | None, float], Health] | None = None,
 ) -> dict[ObjectKey, Health]:
     """Block until every target (members of the set) and every ``extra`` object is Current;
-    returns the final health of each. ``interrupt`` raises to stop waiting (see above)."""
+    returns the final health of each. ``interrupt`` raises to stop waiting (see above);
+    ``judge(obj, now)`` replaces ``health.compute`` (a hook is done only when it finished)."""
     options = options or WaitOptions()
     members = {key for key, _ in targets}
     added = [(key, res) for key, res in extra if key not in members]
@@ -221,8 +225,11 @@ def wait(
             for key, res in targets:
                 watcher = watchers[group_of(key, res)]
                 obj = watcher.get(key.name)
-                report[key] = health.compute(
-                    dict(obj) if obj is not None else None, now=now, custom=options.custom
+                copy = dict(obj) if obj is not None else None
+                report[key] = (
+                    judge(copy, now)
+                    if judge is not None
+                    else health.compute(copy, now=now, custom=options.custom)
                 )
             failed = [k for k, _ in targets if report[k].status is HealthStatus.FAILED]
             if failed and options.fail_fast:

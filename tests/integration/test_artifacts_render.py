@@ -104,7 +104,7 @@ def test_render_of_a_plain_directory_is_refused(tmp_path: Path) -> None:
 
 def test_helm_render_as_helm_install_users_expect(registry: Registry, unique: str, tmp_path: Path) -> None:
     """helm create's chart: its test Pod is skipped; release name, namespace, --set and --values
-    apply; another hook becomes an ordinary object, with a notice."""
+    apply; another hook keeps its annotation (the runner runs it as a hook), with a notice."""
     helm = binary("helm")
     made = subprocess.run(
         [str(helm), "create", "web"], cwd=tmp_path, capture_output=True, text=True, check=False
@@ -135,7 +135,7 @@ def test_helm_render_as_helm_install_users_expect(registry: Registry, unique: st
         env={"LOCKGATE_HELM": str(helm)},
     )
     assert run.code == 0, run.err
-    assert "1 Helm hook object(s) are applied as ordinary objects" in run.err, run.err
+    assert "1 Helm hook object(s) keep their annotations: the runner runs pre-install" in run.err, run.err
     assert "ConfigMap/shop-migrate (pre-install)" in run.err
     docs = [d for d in yaml.safe_load_all(_pulled_text(registry, ref, tmp_path / "out")) if d]
     kinds = {(d["kind"], d["metadata"]["name"]) for d in docs}

@@ -29,6 +29,8 @@ from tests.world.process import Process, free_port, start, wait_until
 NODE_COUNT = 3
 #: kwok manages nodes carrying this annotation; pods land on them like on real nodes
 KWOK_NODE_ANNOTATION = "kwok.x-k8s.io/node"
+#: a running Pod with this label set to "true" fails instead of completing (kwok's chaos stage)
+FAIL_POD_LABEL = "pod-container-running-failed.stage.kwok.x-k8s.io"
 
 
 def _kubeconfig(
@@ -223,12 +225,16 @@ class Cluster:
         self.full_profile_seconds = time.monotonic() - started
 
     def _kwok_stages(self) -> Path:
-        """kwok's own stage definitions (fast node/pod lifecycle, lease heartbeats), from its module."""
+        """kwok's own stage definitions (fast node/pod lifecycle, lease heartbeats), from its module.
+
+        With its chaos stage, a running Pod labelled ``FAIL_POD_LABEL: "true"`` fails (exit 1,
+        reason ``containerFailed``) instead of completing: the Job controller then fails its Job."""
         stages = binaries.module_dir("kwok") / "kustomize" / "stage"
         files = [
             stages / "node" / "fast" / "node-initialize.yaml",
             *sorted((stages / "node" / "heartbeat-with-lease").glob("*.yaml")),
             *(stages / "pod" / "fast" / f"pod-{stage}.yaml" for stage in ("ready", "complete", "delete")),
+            stages / "pod" / "chaos" / "pod-container-running-failed.yaml",
         ]
         missing = [str(f) for f in files if not f.is_file()]
         if missing:
