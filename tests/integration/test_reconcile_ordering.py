@@ -199,7 +199,7 @@ def test_a_hook_that_never_finishes_times_out_naming_it(
     assert result.error is not None and int(result.error.exit_code) == 6, result.error
     message = result.error.message
     assert f"pre-apply hook Job.batch/{ns}/migrate did not finish in 6s" in message, message
-    assert f"Job.batch/{ns}/migrate: InProgress: Job is running" in message, message
+    assert f"Job.batch/{ns}/migrate: InProgress: Job in progress" in message, message
     assert "Unschedulable: 0/" in message, message
     # nothing after it was applied (its Namespace came first: the hook runs in it)
     assert get(full_cluster, "namespace", ns) is not None
