@@ -1,6 +1,6 @@
 """Carry out a pass's order (``runner.plan.sequence``): hooks by phase, waves healthy in turn.
 
-``reconcile.Pass`` applies the stages; this module holds what waves and hooks add to it.
+``passes.Pass`` applies the stages; this module holds what waves and hooks add to it.
 Hooks of one phase run wave by wave (``runner.ssa.hooks``); between two waves of ordinary
 objects the earlier wave is waited on until healthy, as Argo CD does, unless nothing after
 it is to be written (a drift pass that finds everything as it was waits for nothing), and a

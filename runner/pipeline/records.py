@@ -1,6 +1,6 @@
 """What the parent records about a sync when no pass writes it: early failures, waits, holds.
 
-A pass that reaches the cluster records its own outcome (``reconcile.Pass``). The rest is
+A pass that reaches the cluster records its own outcome (``passes.Pass``). The rest is
 recorded here, in the same parent and by the same rules: a pass that failed before the
 cluster was touched (a wrong verification key, a missing tag, an artifact that does not
 render) records its attempt and a Warning Event, so ``lockgate status`` and

@@ -28,7 +28,8 @@ from lockgate.registry import reference
 from runner.inventory import store
 from runner.kube.client import Kube
 from runner.pipeline import secretrefs, source
-from runner.pipeline.reconcile import Pass, SyncOptions, check_name, prepare_fetched, runner_namespace
+from runner.pipeline.passes import Pass
+from runner.pipeline.reconcile import SyncOptions, check_name, prepare_fetched, runner_namespace
 from runner.pipeline.result import Result
 from runner.plan import history
 from runner.plan.history import Outcome

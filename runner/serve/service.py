@@ -1,7 +1,7 @@
 """``lockgate serve``: the scheduler, the HTTP endpoints, the Leases and the reloads, wired together.
 
 One process: the scheduler's pool runs passes (``pipeline.reconcile``) on one shared
-Kubernetes client; registry clients are kept per host and credentials so the cheap checks
+Kubernetes client; registry clients are kept per host and credentials (``registries``) so the cheap checks
 reuse their connections. ``start`` opens the listeners before this replica joins the
 membership (``replica``), so one that cannot start never gets syncs. A housekeeping
 thread reloads the configuration when the file's bytes change (a mounted ConfigMap
@@ -43,7 +43,7 @@ from runner.pipeline import config as config_mod
 from runner.pipeline import reconcile as pipeline
 from runner.pipeline import records, secretrefs, source, status
 from runner.pipeline.result import Result
-from runner.serve import departures, holds, http, leases, listener
+from runner.serve import departures, holds, http, leases, listener, registries
 from runner.serve import log as log_mod
 from runner.serve.metrics import Metrics
 from runner.serve.notify import delivery, notifier
@@ -56,7 +56,6 @@ log = logging.getLogger("lockgate.serve")
 RELOAD_EVERY = 2.0
 READY_EVERY = 10.0
 TOKEN_CACHE_SECONDS = 30.0
-SECRET_CACHE_SECONDS = 60.0
 WEBHOOK_FIELD = "spec.webhook.secretRef.name"
 DEFAULT_GRACE = 25.0
 
@@ -126,13 +125,11 @@ class Service:
             cluster=settings.cluster_name,
             instance=self.identity,
         )
-        self._registries: dict[tuple[str, str], tuple[float, registry.RegistryClient]] = {}
-        self._registry_lock = threading.Lock()
+        self.registries = registries.Registries(self.kube)
         self._token: tuple[float, bytes | None] = (0.0, None)
         self._stop = threading.Event()
         self._watched: set[str] = set()
         self._api_counts: dict[str, int] = {}
-        self._registry_counts: dict[int, dict[str, int]] = {}
         #: sync name -> runner namespace, for syncs the configuration names
         self._namespaces: dict[str, str] = {}
         #: sync -> the requestedAt value a person set and the next pass answers
@@ -328,33 +325,13 @@ class Service:
             return False
         return inventory.exists and status.readiness(inventory).ready
 
-    def _registry(self, options: pipeline.SyncOptions) -> registry.RegistryClient:
-        """A client per host and credentials Secret, kept so checks reuse connections and tokens;
-        one built from a Secret is rebuilt after ``SECRET_CACHE_SECONDS`` (Secrets rotate)."""
-        ref = registry.parse(options.source.url)
-        secret = options.source.secret_ref or ""
-        key = (ref.host, f"{options.namespace}/{secret}" if secret else "")
-        now = time.monotonic()
-        with self._registry_lock:
-            cached = self._registries.get(key)
-            if cached is not None and (not secret or now - cached[0] < SECRET_CACHE_SECONDS):
-                return cached[1]
-        creds = None
-        if secret:
-            reader = secretrefs.SecretReader(self.kube, pipeline.runner_namespace(options.namespace))
-            creds = reader.registry_credentials(secret, ref.host)
-        client = registry.RegistryClient.for_reference(ref, credentials=creds)
-        with self._registry_lock:
-            self._registries[key] = (now, client)
-        return client
-
     def _page_registry(self, sync: str, url: str) -> registry.RegistryClient | None:
         """The status page's client for a sync's registry: the one its passes use."""
         options = next((o for o in self.config.syncs if o.name == sync), None)
-        return None if options is None else self._registry(options)
+        return None if options is None else self.registries.client(options)
 
     def _check(self, options: pipeline.SyncOptions) -> str:
-        client = self._registry(options)
+        client = self.registries.client(options)
         secrets = None
         if options.source.attestations:  # their keys may be in Secrets of the runner namespace
             secrets = secretrefs.SecretReader(self.kube, pipeline.runner_namespace(options.namespace))
@@ -405,7 +382,7 @@ class Service:
         try:
             self.holds.forget(options.name)  # a pass clears what held the sync
             try:
-                client = self._registry(options)
+                client = self.registries.client(options)
             except LockgateError as exc:  # e.g. the credentials Secret is missing
                 failed = Result(name=options.name, namespace=namespace, url=options.source.url)
                 failed.error = exc
@@ -590,14 +567,8 @@ class Service:
         delta = {verb: n - self._api_counts.get(verb, 0) for verb, n in counts.items()}
         self._api_counts = counts
         self.metrics.count_api({k: v for k, v in delta.items() if v})
-        with self._registry_lock:
-            clients = [client for _, client in self._registries.values()]
-        for client in clients:
-            seen = self._registry_counts.setdefault(id(client), {})
-            for verb, n in client.counts.items():
-                if n > seen.get(verb, 0):
-                    self.metrics.count_registry(verb, n - seen.get(verb, 0))
-                    seen[verb] = n
+        for verb, n in self.registries.new_counts().items():
+            self.metrics.count_registry(verb, n)
 
 
 def _refused(cfg: config_mod.Config, digest: str) -> config_mod.Config:

@@ -1,0 +1,60 @@
+"""The registry clients ``serve`` keeps: one per host and credentials Secret, shared by passes,
+cheap checks and the status page, so they reuse connections and tokens.
+
+A client built from a Secret is rebuilt after ``SECRET_CACHE_SECONDS`` (Secrets rotate); one
+without credentials is kept for the life of the process. ``new_counts`` hands the requests
+made since it was last asked to the metrics.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+
+from lockgate import registry
+from runner.kube.client import Kube
+from runner.pipeline import reconcile as pipeline
+from runner.pipeline import secretrefs
+
+#: how long a client built from a credentials Secret is reused before the Secret is read again
+SECRET_CACHE_SECONDS = 60.0
+
+
+class Registries:
+    def __init__(self, kube: Kube) -> None:
+        self.kube = kube
+        self._clients: dict[tuple[str, str], tuple[float, registry.RegistryClient]] = {}
+        self._lock = threading.Lock()
+        self._seen: dict[int, dict[str, int]] = {}
+
+    def client(self, options: pipeline.SyncOptions) -> registry.RegistryClient:
+        """The client for ``options``' source: its host and its ``secretRef``, if any."""
+        ref = registry.parse(options.source.url)
+        secret = options.source.secret_ref or ""
+        key = (ref.host, f"{options.namespace}/{secret}" if secret else "")
+        now = time.monotonic()
+        with self._lock:
+            cached = self._clients.get(key)
+            if cached is not None and (not secret or now - cached[0] < SECRET_CACHE_SECONDS):
+                return cached[1]
+        creds = None
+        if secret:
+            reader = secretrefs.SecretReader(self.kube, pipeline.runner_namespace(options.namespace))
+            creds = reader.registry_credentials(secret, ref.host)
+        client = registry.RegistryClient.for_reference(ref, credentials=creds)
+        with self._lock:
+            self._clients[key] = (now, client)
+        return client
+
+    def new_counts(self) -> dict[str, int]:
+        """Requests by verb made by every kept client since the last call."""
+        with self._lock:
+            clients = [client for _, client in self._clients.values()]
+        delta: dict[str, int] = {}
+        for client in clients:
+            seen = self._seen.setdefault(id(client), {})
+            for verb, n in client.counts.items():
+                if n > seen.get(verb, 0):
+                    delta[verb] = delta.get(verb, 0) + n - seen.get(verb, 0)
+                    seen[verb] = n
+        return delta
