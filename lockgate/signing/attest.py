@@ -377,6 +377,11 @@ def parse_time(text: object) -> dt.datetime | None:
     return when if when.tzinfo else when.replace(tzinfo=dt.UTC)
 
 
+#: ``health_predicate`` rounds the time up to the whole second, so an attestation just written
+#: may be dated up to this far ahead; beyond that the attester's clock is wrong (not counted)
+ROUNDING = 1.0
+
+
 def health_predicate(
     *, cluster: str, sync: str, revision: str, healthy: bool, at: dt.datetime, objects: dict[str, int]
 ) -> Json:
@@ -459,8 +464,7 @@ def evaluate(
         )
     healthy = [a for a in mine if a.predicate_type == HEALTHY]
     dated = [t for t in (parse_time(a.predicate.get("healthyAt")) for a in healthy) if t is not None]
-    # healthyAt is rounded up to the second; later than that, the attester's clock is wrong
-    times = [t for t in dated if (t - now).total_seconds() <= 1]
+    times = [t for t in dated if (t - now).total_seconds() <= ROUNDING]
     if dated and not times:
         return Verdict(
             False,

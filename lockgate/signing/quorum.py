@@ -25,9 +25,6 @@ from dataclasses import dataclass
 
 from lockgate.signing import attest
 
-#: ``health_predicate`` rounds ``healthyAt`` up to the whole second, so an attestation just
-#: written may be dated up to a second ahead; beyond that the attester's clock is wrong
-ROUNDING = 1.0
 #: how many missing clusters a message names before "and N more"
 NAMED = 10
 _PATTERN_CHARACTERS = frozenset("*?[")
@@ -123,7 +120,7 @@ def cluster_states(
         at = attest.parse_time(item.predicate.get("healthyAt"))
         if at is None:
             continue
-        if (at - now).total_seconds() > ROUNDING:
+        if (at - now).total_seconds() > attest.ROUNDING:
             skewed[cluster] = min(at, skewed.get(cluster, at))
         else:
             healthy.setdefault(cluster, []).append(at)
@@ -208,7 +205,7 @@ def tally(
             f"(maxFailures {quorum.max_failures}): {_failures(failing)}"
         )
         return Tally(False, True, healthy, missing, failing, None, reason)
-    if selection.closed and len(selection.names) - len(failing) < need:
+    if failing and selection.closed and len(selection.names) - len(failing) < need:
         reason = (
             f"refused: {_failures(failing)} attested failing, so at most "
             f"{len(selection.names) - len(failing)} of {selection} can be healthy, not {need}"
