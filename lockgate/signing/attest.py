@@ -20,7 +20,7 @@ certificate are verified against the policy's trusted root and identity instead
 The runner's predicates (``HEALTHY`` and ``UNHEALTHY``) record the cluster, the sync, the
 revision, when health was reached (or lost) and the objects' summary; ``Requirement`` is
 what a consumer asks of them (this cluster, healthy, at least ``min_age`` old, and no
-failing attestation for the same cluster).
+failing attestation for the same cluster; or a quorum of clusters, ``lockgate.signing.quorum``).
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ import hashlib
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cryptography.hazmat.primitives import serialization
 
@@ -40,6 +40,9 @@ from lockgate.registry import Reference, RegistryClient, parse
 from lockgate.signing import keys, layout, statement, store
 from lockgate.signing.policy import KeylessPolicy, KeyPolicy, KeySetPolicy
 from lockgate.signing.sign import SignedArtifact, by_digest
+
+if TYPE_CHECKING:
+    from lockgate.signing.quorum import Quorum
 
 #: "healthy in cluster X": written by the runner once a digest's objects are healthy
 HEALTHY = "https://lockgate.dev/attestations/healthy/v1"
@@ -374,6 +377,11 @@ def parse_time(text: object) -> dt.datetime | None:
     return when if when.tzinfo else when.replace(tzinfo=dt.UTC)
 
 
+#: ``health_predicate`` rounds the time up to the whole second, so an attestation just written
+#: may be dated up to this far ahead; beyond that the attester's clock is wrong (not counted)
+ROUNDING = 1.0
+
+
 def health_predicate(
     *, cluster: str, sync: str, revision: str, healthy: bool, at: dt.datetime, objects: dict[str, int]
 ) -> Json:
@@ -396,14 +404,20 @@ def health_predicate(
 class Requirement:
     """A digest must be attested by ``policy``'s key: healthy in ``cluster``, at least ``min_age``
     ago (the runner's ``HEALTHY``), or any attestation of another ``predicate_type`` (a manual
-    approval made with ``lockgate attest``), for ``cluster`` when one is named."""
+    approval made with ``lockgate attest``), for ``cluster`` when one is named. With ``quorum``
+    (``clusters``, ``minClusters``, ``maxFailures``) instead of ``cluster``: healthy in enough
+    of the selected clusters."""
 
     cluster: str | None
     policy: AttestationPolicy
     min_age: float = 0.0
     predicate_type: str = HEALTHY
+    quorum: Quorum | None = None
 
     def describe(self) -> str:
+        if self.quorum is not None:
+            soak = f" for {format_duration(self.min_age)}" if self.min_age else ""
+            return f"{self.quorum.min_clusters} of {self.quorum.selection} healthy{soak}"
         if self.predicate_type != HEALTHY:
             return f"{self.predicate_type}" + (f" for {self.cluster}" if self.cluster else "")
         soak = f", {format_duration(self.min_age)} soak" if self.min_age else ""
@@ -422,10 +436,25 @@ class Verdict:
     excluded: bool = False
 
 
-def evaluate(requirement: Requirement, found: Found, *, now: dt.datetime) -> Verdict:
-    """Check one requirement against the verified attestations of one digest."""
+def evaluate(
+    requirement: Requirement, found: Found, *, now: dt.datetime, known: frozenset[str] = frozenset()
+) -> Verdict:
+    """Check one requirement against the verified attestations of one digest (``known``: the
+    clusters seen attesting other digests, which a quorum names when they are missing)."""
     if requirement.predicate_type != HEALTHY:
         return _evaluate_other(requirement, found)
+    if requirement.quorum is not None:
+        from lockgate.signing import quorum  # it builds on this module's types
+
+        counted = quorum.tally(
+            requirement.quorum,
+            found,
+            now=now,
+            min_age=requirement.min_age,
+            known=known,
+            signers=_source(requirement.policy),
+        )
+        return Verdict(counted.met, counted.reason, remaining=counted.remaining, excluded=counted.refused)
     mine = [a for a in found.attestations if a.predicate.get("cluster") == requirement.cluster]
     failing = [a for a in mine if a.predicate_type == UNHEALTHY]
     if failing:
@@ -434,7 +463,14 @@ def evaluate(requirement: Requirement, found: Found, *, now: dt.datetime) -> Ver
             False, f"attested as failing its health checks in {requirement.cluster} at {at}", excluded=True
         )
     healthy = [a for a in mine if a.predicate_type == HEALTHY]
-    times = [t for t in (parse_time(a.predicate.get("healthyAt")) for a in healthy) if t is not None]
+    dated = [t for t in (parse_time(a.predicate.get("healthyAt")) for a in healthy) if t is not None]
+    times = [t for t in dated if (t - now).total_seconds() <= ROUNDING]
+    if dated and not times:
+        return Verdict(
+            False,
+            f"waiting for {requirement.describe()}: healthyAt {timestamp(min(dated))} is in the future "
+            "(clock skew): not counted",
+        )
     if not times:
         others = sorted(
             {str(a.predicate.get("cluster")) for a in found.attestations if a.predicate_type == HEALTHY}
@@ -487,19 +523,23 @@ def check_requirements(
     requirements: tuple[Requirement, ...],
     *,
     now: dt.datetime | None = None,
+    reads: dict[tuple[str, int], Found] | None = None,
 ) -> list[Verdict]:
     """The verdict of each requirement for ``digest`` (reads the referrers once per key policy).
 
-    A registry failure is a ``VerificationError``: requirements fail closed."""
+    ``reads`` keeps what was read across calls, by (digest, policy): a quorum names the clusters
+    seen attesting the other digests read as missing from this one. A registry failure is a
+    ``VerificationError``: requirements fail closed."""
     when = now or dt.datetime.now(dt.UTC)
-    cache: dict[int, Found] = {}
+    cache: dict[tuple[str, int], Found] = {} if reads is None else reads
     verdicts = []
     try:
         for requirement in requirements:
-            found = cache.get(id(requirement.policy))
+            key = (digest, id(requirement.policy))
+            found = cache.get(key)
             if found is None:
-                found = cache[id(requirement.policy)] = read(client, repository, digest, requirement.policy)
-            verdicts.append(evaluate(requirement, found, now=when))
+                found = cache[key] = read(client, repository, digest, requirement.policy)
+            verdicts.append(evaluate(requirement, found, now=when, known=_known(cache, requirement)))
     except (RegistryError, LockgateError) as exc:
         if isinstance(exc, VerificationError):
             raise
@@ -507,6 +547,19 @@ def check_requirements(
             f"cannot read the attestations of {repository}@{digest}: {exc.message}; refusing it"
         ) from exc
     return verdicts
+
+
+def _known(reads: dict[tuple[str, int], Found], requirement: Requirement) -> frozenset[str]:
+    """The clusters whose health attestations ``requirement``'s policy verified on any digest read."""
+    if requirement.quorum is None:
+        return frozenset()
+    return frozenset(
+        str(item.predicate["cluster"])
+        for (_, policy), found in reads.items()
+        if policy == id(requirement.policy)
+        for item in found.attestations
+        if item.predicate_type in (HEALTHY, UNHEALTHY) and isinstance(item.predicate.get("cluster"), str)
+    )
 
 
 def verify_attestation(

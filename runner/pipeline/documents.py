@@ -54,13 +54,32 @@ class RunnerMetadata:
 
 @dataclass(frozen=True)
 class AttestationRequirement:
-    """Evidence the digest must carry: healthy in another cluster (signed by its runner), or a
-    person's attestation such as a manual approval (issue 16)."""
+    """Evidence the digest must carry: healthy in another cluster (signed by its runner), in a
+    quorum of clusters (issue 24), or a person's attestation such as a manual approval (issue 16)."""
 
     cluster: str | None = attr(
         "cluster",
-        "The attesting runner's clusterName (the Runner document's spec.clusterName); required for "
-        "health attestations, optional for another predicateType (then any cluster counts).",
+        "The attesting runner's clusterName (the Runner document's spec.clusterName); a health "
+        "attestation needs it or clusters, another predicateType may name it (else any cluster counts).",
+    )
+    clusters: tuple[str, ...] = attr(
+        "clusters",
+        "A quorum instead of cluster: clusterNames and glob patterns (*, ?, [...], e.g. staging-*) "
+        "matched against the attesting runners' clusterName. This runner's own clusterName never counts.",
+        factory=tuple,
+    )
+    min_clusters: int | None = attr(
+        "minClusters",
+        "How many of the clusters must attest the digest healthy, each for at least minAge. Default: "
+        "every name listed; required when clusters holds a pattern.",
+        minimum=1,
+    )
+    max_failures: int = attr(
+        "maxFailures",
+        "How many of the clusters may attest the digest failing its health checks before it is refused "
+        "for good (attestations are never deleted).",
+        default=0,
+        minimum=0,
     )
     predicate_type: str = attr(
         "predicateType",

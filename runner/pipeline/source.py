@@ -12,6 +12,7 @@ artifact leaves the cluster as it was; the only cluster reads are the Secrets a 
 
 from __future__ import annotations
 
+import datetime as dt
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -62,6 +63,12 @@ class AttestationSpec:
     secret_ref: str | None = None
     min_age: float = 0.0
     predicate_type: str = "https://lockgate.dev/attestations/healthy/v1"
+    #: a quorum instead of ``cluster``: names and patterns, how many must be healthy, how many may fail
+    clusters: tuple[str, ...] = ()
+    min_clusters: int = 0
+    max_failures: int = 0
+    #: the Runner's own clusterName, which never counts towards its quorum
+    own_cluster: str | None = None
 
 
 class Waiting(Exception):
@@ -172,9 +179,19 @@ def _requirements(spec: SourceSpec, secrets: SecretReader | None) -> tuple[attes
             policy = secrets.key_policy(item.secret_ref, field=field)
         if policy is None:
             raise UsageError(f"spec.verify.attestations[{number}]: set key or secretRef")
+        need = None
+        if item.clusters:
+            from lockgate.signing import quorum
+
+            selection = quorum.Selection(item.clusters, own=item.own_cluster)
+            need = quorum.Quorum(selection, min_clusters=item.min_clusters, max_failures=item.max_failures)
         found.append(
             attest.Requirement(
-                cluster=item.cluster, policy=policy, min_age=item.min_age, predicate_type=item.predicate_type
+                cluster=item.cluster,
+                policy=policy,
+                min_age=item.min_age,
+                predicate_type=item.predicate_type,
+                quorum=need,
             )
         )
     return tuple(found)
@@ -189,7 +206,8 @@ def choose(
 
     With a tag (or digest) its digest must meet every requirement; with semver the highest
     version that meets them wins. ``Waiting`` when none does; a digest attested as failing
-    is never chosen."""
+    is never chosen. What the newest refused digest waits for is said once every candidate
+    looked at has been read, so a quorum can name the clusters that attested those but not it."""
     from lockgate.signing import attest
 
     ref = registry.parse(spec.url)
@@ -201,20 +219,31 @@ def choose(
         ]
     else:
         candidates = [resolve(spec, client)]
-    newest: tuple[str, str, str] | None = None  # (url, revision, reason) of the highest refused
+    reads: dict[tuple[str, int], attest.Found] = {}
+    now = dt.datetime.now(dt.UTC)  # one instant for every verdict of the pass
+    newest: tuple[registry.Reference, str] | None = None  # the highest refused, and its digest
+    chosen: tuple[registry.Reference, str] | None = None
     for candidate in candidates:
         digest = client.resolve(candidate)
-        verdicts = attest.check_requirements(client, candidate.repository, digest, requirements)
-        missing = [v.reason for v in verdicts if not v.ok]
-        if not missing:
-            waiting = "" if newest is None else f"{newest[1]}: {newest[2]}"
-            return candidate, digest, waiting
-        if newest is None:
-            newest = (f"oci://{candidate.name}@{digest}", _revision(candidate, digest), "; ".join(missing))
+        verdicts = attest.check_requirements(
+            client, candidate.repository, digest, requirements, now=now, reads=reads
+        )
+        if all(v.ok for v in verdicts):
+            chosen = (candidate, digest)
+            break
+        newest = newest or (candidate, digest)
     if newest is None:
-        raise ResolveError(f"{ref}: no tag matches the semver range {spec.semver!r}")
-    url, revision, reason = newest
-    raise Waiting(f"{revision}: {reason}", url=url, digest=url.rsplit("@", 1)[1], revision=revision)
+        if chosen is None:
+            raise ResolveError(f"{ref}: no tag matches the semver range {spec.semver!r}")
+        return chosen[0], chosen[1], ""
+    waits, digest = newest
+    # every digest it needs was read above: no request is made again, and the verdicts are the same
+    verdicts = attest.check_requirements(client, waits.repository, digest, requirements, now=now, reads=reads)
+    reason = f"{_revision(waits, digest)}: " + "; ".join(v.reason for v in verdicts if not v.ok)
+    if chosen is not None:
+        return chosen[0], chosen[1], reason
+    url = f"oci://{waits.name}@{digest}"
+    raise Waiting(reason, url=url, digest=digest, revision=_revision(waits, digest))
 
 
 def missing_policy(s: Spelling) -> str:

@@ -108,7 +108,7 @@ def options(
     found = len(messages)
     _check_source(sync, messages)
     policy = _policy(sync, messages)
-    attestations, warned = _attestations(sync, messages)
+    attestations, warned = _attestations(sync, runner.cluster_name, messages)
     providers = _providers(sync, runner, messages)
     overlay, common_metadata = overlays.from_spec(spec, sync.where, messages)
     custom_health = _health_exprs(sync, messages)
@@ -249,10 +249,11 @@ def _pins(fields: Verify | AttestationRequirement) -> GitHubClaims:
 
 
 def _attestations(
-    sync: SyncEntry, messages: list[str]
+    sync: SyncEntry, own_cluster: str, messages: list[str]
 ) -> tuple[tuple[source.AttestationSpec, ...], tuple[str, ...]]:
     """``spec.verify.attestations``: each names exactly one of key, secretRef and a keyless
-    identity; a key file is read now. Also the warnings about the keyless policies."""
+    identity; a key file is read now; a quorum must be reachable (``_quorum``). Also the
+    warnings about the keyless policies."""
     from lockgate.signing import attest
     from lockgate.signing.policy import KeyPolicy
 
@@ -277,11 +278,18 @@ def _attestations(
             )
             continue
         healthy = item.predicate_type == source.AttestationSpec.predicate_type
-        if healthy and not item.cluster:
+        if healthy and not item.cluster and not item.clusters:
             messages.append(
                 f"{where}: spec.verify.attestations[{number}].cluster is required for health attestations "
-                "(the attesting Runner's clusterName)"
+                "(the attesting Runner's clusterName), or clusters for a quorum"
             )
+        if healthy and item.cluster and item.cluster == own_cluster:
+            messages.append(
+                f"{sync.where(('spec', 'verify', 'attestations', number, 'cluster'))}: {field}.cluster: "
+                f"{own_cluster} is this Runner's own clusterName, which attests only after it applied: "
+                "name the cluster of an earlier stage"
+            )
+        min_clusters = _quorum(sync, number, own_cluster, healthy=healthy, messages=messages)
         if not healthy and item.min_age:
             messages.append(
                 f"{where}: spec.verify.attestations[{number}].minAge applies to health attestations only"
@@ -307,9 +315,61 @@ def _attestations(
                 secret_ref=item.secret_ref,
                 min_age=item.min_age,
                 predicate_type=item.predicate_type,
+                clusters=item.clusters,
+                min_clusters=min_clusters,
+                max_failures=item.max_failures,
+                own_cluster=own_cluster,
             )
         )
     return tuple(found), tuple(warnings)
+
+
+def _quorum(sync: SyncEntry, number: int, own_cluster: str, *, healthy: bool, messages: list[str]) -> int:
+    """``clusters``, ``minClusters`` and ``maxFailures`` of attestations[number], checked: only
+    for health attestations, instead of ``cluster``, each entry able to match a clusterName,
+    ``minClusters`` set with a pattern and no more than the names listed (less this Runner's
+    own, which never counts). Returns ``minClusters`` (default: every name listed)."""
+    from lockgate.signing import quorum
+
+    item = sync.value.spec.verify.attestations[number]
+    field = f"spec.verify.attestations[{number}]"
+
+    def refuse(name: str, why: str, index: int | None = None) -> None:
+        at = sync.where(
+            ("spec", "verify", "attestations", number, name, *(() if index is None else (index,)))
+        )
+        messages.append(f"{at}: {field}.{name}{'' if index is None else f'[{index}]'}: {why}")
+
+    if not item.clusters:
+        for name, value in (("minClusters", item.min_clusters), ("maxFailures", item.max_failures or None)):
+            if value is not None:
+                refuse(name, "applies to a quorum: list the clusters in clusters")
+        return 0
+    if not healthy:
+        refuse("clusters", "a quorum applies to health attestations only (no predicateType)")
+    if item.cluster:
+        refuse("clusters", "set cluster (one cluster) or clusters (a quorum), not both")
+    for index, entry in enumerate(item.clusters):
+        if not entry or any(c == "/" or c.isspace() for c in entry):
+            refuse("clusters", f"{entry!r} can never match a clusterName (no '/', no spaces)", index)
+    selection = quorum.Selection(item.clusters, own=own_cluster)
+    listed = len(selection.names)
+    own = f" ({own_cluster} is this Runner's own clusterName, which never counts)"
+    own = own if own_cluster in item.clusters else ""
+    if not selection.closed:
+        if item.min_clusters is None:
+            refuse(
+                "minClusters", f"set how many of {selection} must attest healthy (clusters holds a pattern)"
+            )
+        return item.min_clusters or 0
+    if item.min_clusters is not None and item.min_clusters > listed:
+        refuse(
+            "minClusters",
+            f"{item.min_clusters} is more than the {listed} cluster(s) listed{own}: it could never be met",
+        )
+    elif listed == 0:
+        refuse("clusters", f"lists no cluster but this Runner's own{own}")
+    return listed if item.min_clusters is None else item.min_clusters
 
 
 def _providers(

@@ -225,7 +225,9 @@ def _promotion_renamed(text: str, ctx: Context) -> str:
 
 def _promotion_before(kind: str, body: str, ctx: Context) -> None:
     if kind == "soak":
-        time.sleep(max(0.0, ctx.marks["staged"] + SOAK + 1 - time.monotonic()))
+        # the fleet's soak (section 8) starts when the block before it, the staging fleet's, ended
+        staged = time.monotonic() if "production-canary.yaml" in body else ctx.marks["staged"]
+        time.sleep(max(0.0, staged + SOAK + 1 - time.monotonic()))
 
 
 def _promotion_check(ctx: Context) -> None:
@@ -241,7 +243,20 @@ def _promotion_check(ctx: Context) -> None:
     production = get(ctx.cluster, "configmap", f"shop{suffix}", f"shop{suffix}-production")
     assert staging is not None and staging["data"]["version"] == "1.1.0"
     assert production is not None and production["data"]["version"] == "1.0.0"
-    assert re.search(r"waiting: +1\.1\.0@sha256:[0-9a-f]+: waiting for healthy in staging", ctx.outputs[-1])
+    assert any(
+        re.search(r"waiting: +1\.1\.0@sha256:[0-9a-f]+: waiting for healthy in staging", o)
+        for o in ctx.outputs
+    )
+    # the fleet (sections 7 and 8): the canary waited for a staging-* quorum, the rest for the canary
+    assert (
+        f"0/2 of staging-* healthy for {SOAK}s; no attesting cluster matches staging-* (attested: staging)"
+        in everything
+    )
+    assert "0/1 of production-canary healthy; missing production-canary" in everything
+    for stage in ("staging-eu-1", "staging-us-1", "production-canary", "production-eu-1"):
+        found = get(ctx.cluster, "configmap", f"shop{suffix}", f"shop{suffix}-{stage}")
+        assert found is not None and found["data"]["version"] == "1.1.0", stage
+    assert "attested healthy in production-canary" in ctx.outputs[-1]
 
 
 GIVEN: dict[str, Given] = {
