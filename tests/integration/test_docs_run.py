@@ -241,7 +241,15 @@ def _promotion_check(ctx: Context) -> None:
     production = get(ctx.cluster, "configmap", f"shop{suffix}", f"shop{suffix}-production")
     assert staging is not None and staging["data"]["version"] == "1.1.0"
     assert production is not None and production["data"]["version"] == "1.0.0"
-    assert re.search(r"waiting: +1\.1\.0@sha256:[0-9a-f]+: waiting for healthy in staging", ctx.outputs[-1])
+    assert re.search(r"waiting: +1\.1\.0@sha256:[0-9a-f]+: waiting for healthy in staging", ctx.outputs[-2])
+    # lockgate fleet: both releases healthy in staging, newest first, from the registry alone
+    fleet = ctx.outputs[-1].splitlines()
+    assert fleet[0].split() == ["REVISION", "DIGEST", "staging"]
+    rows = [line.split() for line in fleet[1:]]
+    assert [(row[0], row[2], row[3]) for row in rows] == [
+        ("1.1.0", "healthy", "since"),
+        ("1.0.0", "healthy", "since"),
+    ]
 
 
 GIVEN: dict[str, Given] = {

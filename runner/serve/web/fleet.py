@@ -19,6 +19,7 @@ is shown as the view's ``error`` and tried again after ``RETRY`` seconds at most
 from __future__ import annotations
 
 import datetime as dt
+import hashlib
 import threading
 import time
 from collections.abc import Callable
@@ -32,7 +33,7 @@ from lockgate.signing import attest, keys
 from lockgate.signing.attest import AttestationPolicy
 from lockgate.signing.policy import KeylessPolicy, KeyPolicy, KeySetPolicy
 from runner.kube.client import Kube
-from runner.pipeline import source
+from runner.pipeline import secretrefs, source
 from runner.pipeline.options import SyncOptions, runner_namespace
 from runner.pipeline.secretrefs import SecretReader
 from runner.plan.history import timestamp
@@ -58,15 +59,43 @@ class FleetSource:
 SourceFor = Callable[[str], "FleetSource | None"]
 
 
+class PublicHalves:
+    """The public half of each runner attestation key the page has seen, by the key's bytes.
+
+    The private key is encrypted with scrypt (a tenth of a second to open): it is opened once
+    per key, not at every refresh, and only its public half is kept. The Secret itself is
+    read at every refresh, as a pass reads it, so a rotated key is seen."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._known: dict[bytes, keys.PublicKey] = {}
+
+    def of(self, kube_secrets: SecretReader, name: str) -> keys.PublicKey:
+        data = kube_secrets.read(name, field=secretrefs.ATTEST_FIELD)
+        key = data.get(secretrefs.SIGNING_KEY_ENTRY, b"")
+        held = hashlib.sha256(key + b"\0" + data.get(secretrefs.SIGNING_PASSWORD_ENTRY, b"")).digest()
+        with self._lock:
+            known = self._known.get(held)
+        if known is None:
+            known = kube_secrets.signing_key(name).public_key()
+            with self._lock:
+                self._known[held] = known
+        return known
+
+
 def source_of(
-    options: SyncOptions, *, client: registry.RegistryClient, kube_secrets: SecretReader
+    options: SyncOptions,
+    *,
+    client: registry.RegistryClient,
+    kube_secrets: SecretReader,
+    halves: PublicHalves,
 ) -> FleetSource | None:
     """The fleet source of a sync: its requirements (keys read from their Secrets) and the
     public half of the key its own ``attest`` signs with."""
     requirements = source.requirements(options.source, kube_secrets) if options.source.attestations else ()
     policies: list[AttestationPolicy] = [r.policy for r in requirements]
     if options.attest is not None:
-        own = kube_secrets.signing_key(options.attest.secret_ref).public_key()
+        own = halves.of(kube_secrets, options.attest.secret_ref)
         policies.append(KeyPolicy(own, f"this runner's key ({options.attest.cluster})"))
     if not policies:
         return None
@@ -80,14 +109,13 @@ def source_of(
 
 
 def served_source(
-    options: SyncOptions, *, kube: Kube, client: registry.RegistryClient | None
+    options: SyncOptions, *, kube: Kube, client: registry.RegistryClient | None, halves: PublicHalves
 ) -> FleetSource | None:
     """``source_of`` with the Secrets of the sync's runner namespace, under ``serve``."""
     if client is None:
         return None
-    return source_of(
-        options, client=client, kube_secrets=SecretReader(kube, runner_namespace(options.namespace))
-    )
+    secrets = SecretReader(kube, runner_namespace(options.namespace))
+    return source_of(options, client=client, kube_secrets=secrets, halves=halves)
 
 
 def _fingerprint(policy: AttestationPolicy) -> str:

@@ -74,6 +74,7 @@ class ServedPage:
         self._token: tuple[float, bytes | None] = (0.0, None)
         self._token_lock = threading.Lock()
         self._registry_for = registry_for
+        self._halves = fleet.PublicHalves()
         reader = cluster.Reader(
             kube,
             namespaces=lambda: sorted(set(namespaces().values())),
@@ -105,7 +106,7 @@ class ServedPage:
         if options is None:
             return None
         client = self._registry_for(sync, options.source.url)
-        return fleet.served_source(options, kube=self.kube, client=client)
+        return fleet.served_source(options, kube=self.kube, client=client, halves=self._halves)
 
     def token(self) -> bytes | None:
         """The page's token; ``b""`` (every request 503) while the Secret cannot be read or its
