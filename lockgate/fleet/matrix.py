@@ -21,6 +21,8 @@ from lockgate import semver
 
 #: how a cell that holds nothing is drawn in the table
 NOTHING = "—"
+#: the widest a cluster name or tag is drawn: an unverified attestation names any cluster
+WIDEST = 64
 
 
 class State(enum.StrEnum):
@@ -191,9 +193,13 @@ class Fleet:
         """REVISION, DIGEST and a column per cluster; the reasons of unverified cells below."""
         if not self.rows:
             return f"oci://{self.repository}: no revisions"
-        header = ["REVISION", "DIGEST", *self.clusters]
+        header = ["REVISION", "DIGEST", *(shown(c) for c in self.clusters)]
         lines = [header] + [
-            [row.revision.label, short(row.revision.digest), *(row.cell(c).text() for c in self.clusters)]
+            [
+                shown(row.revision.label),
+                short(row.revision.digest),
+                *(shown(row.cell(c).text()) for c in self.clusters),
+            ]
             for row in self.rows
         ]
         widths = [max(len(line[i]) for line in lines) for i in range(len(header))]
@@ -203,7 +209,7 @@ class Fleet:
         if not self.clusters:
             out.append("(no health attestations yet)")
         notes = [
-            f"  {row.revision.label} in {name}: {row.cell(name).reason}"
+            f"  {shown(row.revision.label)} in {shown(name)}: {shown(row.cell(name).reason, limit=None)}"
             for row in self.rows
             for name in self.clusters
             if row.cell(name).unverified and row.cell(name).reason
@@ -211,6 +217,13 @@ class Fleet:
         if notes:
             out += ["", "unverified (signed by no --key or identity given):", *notes]
         return "\n".join(out)
+
+
+def shown(text: str, *, limit: int | None = WIDEST) -> str:
+    """``text`` safe for a terminal: control characters escaped (a forged attestation may name
+    a cluster ``\\x1b[2J``), cut to ``limit`` characters."""
+    safe = "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+    return safe if limit is None or len(safe) <= limit else safe[: limit - 1] + "…"
 
 
 def build(

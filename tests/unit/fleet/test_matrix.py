@@ -134,3 +134,11 @@ def test_the_fleet_renders_as_a_table_and_as_json() -> None:
         "sha256:111111111111  sha256:111111111111",
         "(no health attestations yet)",
     ]
+
+
+def test_a_forged_cluster_name_cannot_drive_the_terminal() -> None:
+    one = "sha256:" + "1" * 64
+    forged = Claim("\x1b[2Jevil" + "x" * 100, True, "", False, reason="referrer r: not signed\x07")
+    table = matrix.build("reg/app", [Revision(one, ("1.0.0",))], {one: [forged]}, time=T1).table()
+    assert "\x1b" not in table and "\x07" not in table
+    assert "\\x1b[2Jevil" in table and "x" * 100 not in table and "not signed\\x07" in table
