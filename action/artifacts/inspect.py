@@ -17,9 +17,8 @@ from lockgate.artifact import gz, manifest
 from lockgate.artifact import pull as pull_mod
 from lockgate.errors import UsageError, VerificationError
 from lockgate.redact import scrub
+from lockgate.registry import oci
 from lockgate.registry.oci import Descriptor, NotAnImageManifest
-
-HIDDEN_SUFFIXES = (".sig", ".att", ".sbom")
 
 
 @dataclass(frozen=True)
@@ -124,17 +123,13 @@ def inspect(
     return Inspection(resolved=resolved, layer=layer, files=tuple(files))
 
 
-def is_artifact_tag(tag: str) -> bool:
-    return not (tag.endswith(HIDDEN_SUFFIXES) or tag.startswith("sha256-"))
-
-
 def list_tags(
     client: registry.RegistryClient, ref: registry.Reference, *, show_all: bool = False, page_size: int = 1000
 ) -> list[str]:
     if page_size < 1:
         raise UsageError("--page-size must be at least 1")
     tags = client.list_tags(ref.repository, page_size=page_size)
-    return sorted(t for t in tags if show_all or is_artifact_tag(t))
+    return sorted(t for t in tags if show_all or oci.is_artifact_tag(t))
 
 
 def tag(client: registry.RegistryClient, ref: registry.Reference, tags: tuple[str, ...]) -> str:

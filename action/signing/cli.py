@@ -177,42 +177,88 @@ def attest(
     )
 
 
+def keyless_policy_options(func: F) -> F:
+    """The keyless identity flags (cosign's names), the GitHub pins and the trust root, for
+    ``verify`` and ``fleet``; ``keyless_verify_options`` reads them back."""
+    for option in reversed(
+        (
+            click.option("--certificate-identity", help="Expected certificate identity (SAN), exactly."),
+            click.option(
+                "--certificate-identity-regexp",
+                help="Expected certificate identity, a regexp over all of it.",
+            ),
+            click.option("--certificate-oidc-issuer", help="Expected OIDC issuer, exactly."),
+            click.option(
+                "--certificate-oidc-issuer-regexp", help="Expected OIDC issuer, a regexp over all of it."
+            ),
+            click.option(
+                "--certificate-github-workflow-repository",
+                "--github-repository",
+                "github_repository",
+                help="Expected GitHub repository that ran the workflow (owner/name): the caller of a "
+                "reusable one.",
+            ),
+            click.option(
+                "--certificate-github-workflow-ref",
+                "--github-ref",
+                "github_ref",
+                help="Expected ref the workflow ran for (refs/heads/main, refs/tags/v1).",
+            ),
+            click.option(
+                "--certificate-github-workflow-trigger",
+                "github_workflow_trigger",
+                help="Expected event that triggered the workflow (push, workflow_dispatch).",
+            ),
+            click.option(
+                "--certificate-github-workflow-sha",
+                "github_workflow_sha",
+                help="Expected commit the workflow ran for.",
+            ),
+            click.option(
+                "--certificate-github-workflow-name",
+                "github_workflow_name",
+                help="Expected workflow name (its name:).",
+            ),
+            click.option(
+                "--trusted-root",
+                type=click.Path(path_type=Path, exists=True, dir_okay=False),
+                help="Sigstore trusted_root.json (default: the production Sigstore instance).",
+            ),
+            click.option(
+                "--offline", is_flag=True, help="Do not refresh the production trust root over the network."
+            ),
+        )
+    ):
+        func = option(func)
+    return func
+
+
+def keyless_verify_options(key_path: Path | None, flags: dict[str, Any]) -> VerifyOptions:
+    """``VerifyOptions`` from ``--key`` and the flags ``keyless_policy_options`` added."""
+    from lockgate.signing.github import GitHubClaims
+
+    return VerifyOptions(
+        key=key_path,
+        identity=flags["certificate_identity"],
+        identity_regexp=flags["certificate_identity_regexp"],
+        issuer=flags["certificate_oidc_issuer"],
+        issuer_regexp=flags["certificate_oidc_issuer_regexp"],
+        github=GitHubClaims(
+            repository=flags["github_repository"],
+            ref=flags["github_ref"],
+            workflow_trigger=flags["github_workflow_trigger"],
+            workflow_sha=flags["github_workflow_sha"],
+            workflow_name=flags["github_workflow_name"],
+        ),
+        trusted_root=flags["trusted_root"],
+        offline=flags["offline"],
+    )
+
+
 @click.command("verify")
 @click.argument("reference")
 @click.option("--key", "key_path", type=click.Path(path_type=Path), help="cosign public key file.")
-@click.option("--certificate-identity", help="Expected certificate identity (SAN), exactly.")
-@click.option("--certificate-identity-regexp", help="Expected certificate identity, a regexp over all of it.")
-@click.option("--certificate-oidc-issuer", help="Expected OIDC issuer, exactly.")
-@click.option("--certificate-oidc-issuer-regexp", help="Expected OIDC issuer, a regexp over all of it.")
-@click.option(
-    "--certificate-github-workflow-repository",
-    "--github-repository",
-    "github_repository",
-    help="Expected GitHub repository that ran the workflow (owner/name): the caller of a reusable one.",
-)
-@click.option(
-    "--certificate-github-workflow-ref",
-    "--github-ref",
-    "github_ref",
-    help="Expected ref the workflow ran for (refs/heads/main, refs/tags/v1).",
-)
-@click.option(
-    "--certificate-github-workflow-trigger",
-    "github_workflow_trigger",
-    help="Expected event that triggered the workflow (push, workflow_dispatch).",
-)
-@click.option(
-    "--certificate-github-workflow-sha", "github_workflow_sha", help="Expected commit the workflow ran for."
-)
-@click.option(
-    "--certificate-github-workflow-name", "github_workflow_name", help="Expected workflow name (its name:)."
-)
-@click.option(
-    "--trusted-root",
-    type=click.Path(path_type=Path, exists=True, dir_okay=False),
-    help="Sigstore trusted_root.json (default: the production Sigstore instance).",
-)
-@click.option("--offline", is_flag=True, help="Do not refresh the production trust root over the network.")
+@keyless_policy_options
 @click.option(
     "--attestation",
     "predicate_type",
@@ -225,43 +271,17 @@ def attest(
 def verify(
     reference: str,
     key_path: Path | None,
-    certificate_identity: str | None,
-    certificate_identity_regexp: str | None,
-    certificate_oidc_issuer: str | None,
-    certificate_oidc_issuer_regexp: str | None,
-    github_repository: str | None,
-    github_ref: str | None,
-    github_workflow_trigger: str | None,
-    github_workflow_sha: str | None,
-    github_workflow_name: str | None,
-    trusted_root: Path | None,
-    offline: bool,
     predicate_type: str | None,
     creds: str | None,
     insecure: bool,
     output: str,
+    **keyless: Any,
 ) -> None:
     """Verify an artifact's signature (or, with --attestation, its attestations); prints the
     verified digest and who signed it."""
     from action.signing import commands
-    from lockgate.signing.github import GitHubClaims
 
-    options = VerifyOptions(
-        key=key_path,
-        identity=certificate_identity,
-        identity_regexp=certificate_identity_regexp,
-        issuer=certificate_oidc_issuer,
-        issuer_regexp=certificate_oidc_issuer_regexp,
-        github=GitHubClaims(
-            repository=github_repository,
-            ref=github_ref,
-            workflow_trigger=github_workflow_trigger,
-            workflow_sha=github_workflow_sha,
-            workflow_name=github_workflow_name,
-        ),
-        trusted_root=trusted_root,
-        offline=offline,
-    )
+    options = keyless_verify_options(key_path, keyless)
     for warning in commands.verify_warnings(options):
         click.echo(f"warning: {warning}", err=True)
     if predicate_type is not None:

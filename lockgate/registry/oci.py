@@ -44,6 +44,16 @@ def referrers_tag(digest: str) -> str:
     return digest.replace(":", "-", 1)[:128]
 
 
+#: cosign's legacy signature, attestation and SBOM tags (``sha256-<hex>.sig`` ...)
+COSIGN_TAG_SUFFIXES = (".sig", ".att", ".sbom")
+
+
+def is_artifact_tag(tag: str) -> bool:
+    """A tag that names a version of the artifact: not one of cosign's ``.sig``/``.att``/``.sbom``
+    tags nor a ``sha256-<hex>`` referrers fallback tag."""
+    return not (tag.endswith(COSIGN_TAG_SUFFIXES) or tag.startswith("sha256-"))
+
+
 @dataclass(frozen=True)
 class Descriptor:
     media_type: str

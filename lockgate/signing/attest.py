@@ -29,6 +29,7 @@ import base64
 import datetime as dt
 import hashlib
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -116,6 +117,8 @@ class Refusal:
     reason: str
     claimed_type: str | None = None
     claimed_cluster: str | None = None
+    #: the referrer manifest digest that holds the bundle
+    referrer: str = ""
 
     def __str__(self) -> str:
         return self.reason
@@ -148,29 +151,38 @@ def _policies(policy: KeyPolicies) -> tuple[KeyPolicy, ...]:
     return policy.keys if isinstance(policy, KeySetPolicy) else (policy,)
 
 
-def read(client: RegistryClient, repository: str, digest: str, policy: AttestationPolicy) -> Found:
+def read(
+    client: RegistryClient,
+    repository: str,
+    digest: str,
+    policy: AttestationPolicy,
+    *,
+    bundles: Sequence[store.StoredBundle] | None = None,
+) -> Found:
     """The attestations of ``digest`` signed by one of ``policy``'s keys, or keyless by its
-    identity (any predicate type).
+    identity (any predicate type); among ``bundles`` when the caller has read them already.
 
     Cosign v3 signatures (predicate ``https://sigstore.dev/cosign/sign/v1``) are not
     attestations and are left out without a reason. Registry failures raise."""
+    stored = store.read_bundles(client, repository, digest) if bundles is None else bundles
     if isinstance(policy, KeylessPolicy):
-        return _read_keyless(client, repository, digest, policy)
+        return _read_keyless(stored, digest, policy)
     found: list[Attestation] = []
     refused: list[Refusal] = []
-    for bundled in store.read_bundles(client, repository, digest):
+    for bundled in stored:
         where = f"referrer {bundled.manifest_digest}"
         try:
             attestation = _verified(bundled, digest, _policies(policy))
         except VerificationError as exc:
-            refused.append(Refusal(f"{where}: {exc.message}", *_claims(bundled.bundle)))
+            claimed = _claims(bundled.bundle)
+            refused.append(Refusal(f"{where}: {exc.message}", *claimed, referrer=bundled.manifest_digest))
             continue
         if attestation is not None:
             found.append(attestation)
     return Found(found, refused)
 
 
-def _read_keyless(client: RegistryClient, repository: str, digest: str, policy: KeylessPolicy) -> Found:
+def _read_keyless(stored: Sequence[store.StoredBundle], digest: str, policy: KeylessPolicy) -> Found:
     """Keyless attestations: each bundle with a certificate is verified with sigstore-python
     against the policy's trusted root and identity, for the type its statement claims."""
     from dataclasses import replace
@@ -180,7 +192,7 @@ def _read_keyless(client: RegistryClient, repository: str, digest: str, policy: 
     verifier = None
     found: list[Attestation] = []
     refused: list[Refusal] = []
-    for bundled in store.read_bundles(client, repository, digest):
+    for bundled in stored:
         where = f"referrer {bundled.manifest_digest}"
         claimed = _claims(bundled.bundle)
         if claimed[0] == statement.COSIGN_SIGN_PREDICATE:
@@ -201,7 +213,7 @@ def _read_keyless(client: RegistryClient, repository: str, digest: str, policy: 
             )
         except (VerificationError, ValueError) as exc:
             message = exc.message if isinstance(exc, VerificationError) else "the bundle is not valid JSON"
-            refused.append(Refusal(f"{where}: {message}", *claimed))
+            refused.append(Refusal(f"{where}: {message}", *claimed, referrer=bundled.manifest_digest))
             continue
         payload = statement.envelope_of(document).payload
         predicate = store.read_value(payload, "the statement").get("predicate")

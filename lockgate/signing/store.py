@@ -104,27 +104,34 @@ def read_legacy(client: RegistryClient, repo: str, digest: str) -> list[LegacySi
 
 def read_bundles(client: RegistryClient, repo: str, digest: str) -> list[StoredBundle]:
     """The Sigstore bundles that refer to ``digest``, each with the subject its manifest names."""
-    found = []
-    for entry in client.referrers(repo, digest).of_type(layout.BUNDLE_MEDIA_TYPE):
-        manifest_digest = entry.digest
-        try:
-            fetched = client.get_manifest(repo, manifest_digest)
-            manifest = read_json(fetched.content, f"referrer {manifest_digest}")
-            layers = [
-                item
-                for item in manifest.get("layers") or []
-                if isinstance(item, dict) and item.get("mediaType") == layout.BUNDLE_MEDIA_TYPE
-            ]
-            if not layers:
-                raise ResolveError("it has no bundle layer")
-            bundle: bytes | None = _blob(client, repo, str(layers[0].get("digest")), MAX_BUNDLE)
-            subject = manifest.get("subject") or {}
-            found.append(StoredBundle(manifest_digest, bundle, subject.get("digest")))
-        except RegistryError:
-            raise
-        except LockgateError as exc:
-            found.append(StoredBundle(manifest_digest, None, None, problem=f"unreadable: {exc}"))
-    return found
+    return [read_bundle(client, repo, referrer) for referrer in bundle_referrers(client, repo, digest)]
+
+
+def bundle_referrers(client: RegistryClient, repo: str, digest: str) -> list[str]:
+    """The manifest digests of the Sigstore bundles that refer to ``digest`` (one request)."""
+    return [entry.digest for entry in client.referrers(repo, digest).of_type(layout.BUNDLE_MEDIA_TYPE)]
+
+
+def read_bundle(client: RegistryClient, repo: str, manifest_digest: str) -> StoredBundle:
+    """The bundle in the referrer manifest ``manifest_digest``; one that cannot be read is
+    kept with a ``problem`` (a registry that fails raises)."""
+    try:
+        fetched = client.get_manifest(repo, manifest_digest)
+        manifest = read_json(fetched.content, f"referrer {manifest_digest}")
+        layers = [
+            item
+            for item in manifest.get("layers") or []
+            if isinstance(item, dict) and item.get("mediaType") == layout.BUNDLE_MEDIA_TYPE
+        ]
+        if not layers:
+            raise ResolveError("it has no bundle layer")
+        bundle: bytes | None = _blob(client, repo, str(layers[0].get("digest")), MAX_BUNDLE)
+        subject = manifest.get("subject") or {}
+        return StoredBundle(manifest_digest, bundle, subject.get("digest"))
+    except RegistryError:
+        raise
+    except LockgateError as exc:
+        return StoredBundle(manifest_digest, None, None, problem=f"unreadable: {exc}")
 
 
 def write_legacy(client: RegistryClient, repo: str, digest: str, layer: dict[str, Any]) -> str:

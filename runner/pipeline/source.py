@@ -197,6 +197,12 @@ def _requirements(spec: SourceSpec, secrets: SecretReader | None) -> tuple[attes
     return tuple(found)
 
 
+def requirements(spec: SourceSpec, secrets: SecretReader | None) -> tuple[attest.Requirement, ...]:
+    """The attestations ``spec`` requires, their keys read from their Secrets (the status
+    page checks the fleet against them too)."""
+    return _requirements(spec, secrets)
+
+
 def choose(
     spec: SourceSpec,
     client: registry.RegistryClient,

@@ -225,7 +225,7 @@ def _promotion_renamed(text: str, ctx: Context) -> str:
 
 def _promotion_before(kind: str, body: str, ctx: Context) -> None:
     if kind == "soak":
-        # the fleet's soak (section 8) starts when the block before it, the staging fleet's, ended
+        # the fleet's soak (section 9) starts when the block before it, the staging fleet's, ended
         staged = time.monotonic() if "production-canary.yaml" in body else ctx.marks["staged"]
         time.sleep(max(0.0, staged + SOAK + 1 - time.monotonic()))
 
@@ -247,7 +247,16 @@ def _promotion_check(ctx: Context) -> None:
         re.search(r"waiting: +1\.1\.0@sha256:[0-9a-f]+: waiting for healthy in staging", o)
         for o in ctx.outputs
     )
-    # the fleet (sections 7 and 8): the canary waited for a staging-* quorum, the rest for the canary
+    # lockgate fleet (section 7): both releases healthy in staging, newest first, from the registry alone
+    (fleet_output,) = [o for o in ctx.outputs if o.startswith("REVISION")]
+    fleet = fleet_output.splitlines()
+    assert fleet[0].split() == ["REVISION", "DIGEST", "staging"]
+    rows = [line.split() for line in fleet[1:]]
+    assert [(row[0], row[2], row[3]) for row in rows] == [
+        ("1.1.0", "healthy", "since"),
+        ("1.0.0", "healthy", "since"),
+    ]
+    # the fleet (sections 8 and 9): the canary waited for a staging-* quorum, the rest for the canary
     assert (
         f"0/2 of staging-* healthy for {SOAK}s; no attesting cluster matches staging-* (attested: staging)"
         in everything

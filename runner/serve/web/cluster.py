@@ -5,8 +5,10 @@ sync) with what a ``lockgate status`` reader can see: the inventory Secrets and 
 lockgate wrote on them in the runner namespace, and the artifact's manifest annotations
 (``org.opencontainers.image.source``/``.revision``, for the link to the commit), fetched
 once per digest since a digest never changes. Under ``serve`` the scheduler's live state
-is joined in (``live``); ``lockgate status --web`` has none. Listings are kept for a
-second, so a page polling every two seconds costs one list request per namespace.
+is joined in (``live``), and the fleet of each sync's digests (``fleet``: which clusters
+attested them, kept for the sync's interval); ``lockgate status --web`` has neither.
+Listings are kept for a second, so a page polling every two seconds costs one list request
+per namespace.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from runner.plan import applyset
 from runner.plan.history import timestamp
 from runner.plan.inventory import Inventory
 from runner.serve.web import view
+from runner.serve.web.fleet import FleetCache
 from runner.serve.web.view import LiveSync, Provenance
 
 log = logging.getLogger(__name__)
@@ -64,12 +67,14 @@ class Reader:
         registry_for: RegistryFor = anonymous_registry,
         live: Callable[[], dict[str, Configured]] | None = None,
         generation: Callable[[], int] = lambda: 0,
+        fleet: FleetCache | None = None,
     ) -> None:
         self.kube = kube
         self._namespaces = namespaces
         self._registry_for = registry_for
         self._live = live
         self._generation = generation
+        self._fleet = fleet
         self._lock = threading.Lock()
         self._listings: dict[str, tuple[float, store.Listing]] = {}
         self._provenance: dict[str, tuple[float, Provenance | None]] = {}
@@ -144,10 +149,18 @@ class Reader:
                 shown.append((inventory, True, sync.live))
         return shown, problems
 
+    def _fleet_of(self, inventory: Inventory) -> dict[str, Any] | None:
+        if self._fleet is None:
+            return None
+        wanted = view.waiting_digest(inventory.waiting)
+        return self._fleet.view(inventory.name, current=inventory.digest, wanted=wanted)
+
     def _row(self, inventory: Inventory, exists: bool, live: LiveSync | None) -> dict[str, Any]:
         if not exists and live is not None:
             return view.pending_row(inventory.name, inventory.namespace, live)
-        return view.row(inventory, provenance=self._provenance_of(inventory), live=live)
+        return view.row(
+            inventory, provenance=self._provenance_of(inventory), live=live, fleet=self._fleet_of(inventory)
+        )
 
     def overview(self) -> dict[str, Any]:
         shown, problems = self._inventories()
@@ -184,6 +197,7 @@ class Reader:
             provenance=self._provenance_of(inventory) if exists else None,
             live=live,
             exists=exists,
+            fleet=self._fleet_of(inventory) if exists else None,
         ) | {
             "mode": self.mode,
             "generation": self._generation(),

@@ -25,7 +25,7 @@ from runner.pipeline.documents import StatusPageSettings
 from runner.serve import listener
 from runner.serve.http import HttpServers, parse_address
 from runner.serve.scheduler import Outcome, SyncState
-from runner.serve.web import app, cluster
+from runner.serve.web import app, cluster, fleet
 from runner.serve.web.live import Recorder
 
 log = logging.getLogger("lockgate.serve")
@@ -73,12 +73,15 @@ class ServedPage:
         self._namespaces = namespaces
         self._token: tuple[float, bytes | None] = (0.0, None)
         self._token_lock = threading.Lock()
+        self._registry_for = registry_for
+        self._halves = fleet.PublicHalves()
         reader = cluster.Reader(
             kube,
             namespaces=lambda: sorted(set(namespaces().values())),
             registry_for=registry_for,
             live=self._live,
             generation=lambda: self.recorder.generation,
+            fleet=fleet.FleetCache(self._fleet_source),
         )
         token = self.token if settings.secret_ref is not None else (lambda: None)
         loopback = app.is_loopback(settings.address)
@@ -96,6 +99,14 @@ class ServedPage:
             s.name: cluster.Configured(namespace=where.get(s.name, self.namespace), live=live[s.name])
             for s in states
         }
+
+    def _fleet_source(self, sync: str) -> fleet.FleetSource | None:
+        """Where the page reads a sync's attestations and whose word counts (its configuration now)."""
+        options = next((s.options for s in self._snapshot() if s.name == sync), None)
+        if options is None:
+            return None
+        client = self._registry_for(sync, options.source.url)
+        return fleet.served_source(options, kube=self.kube, client=client, halves=self._halves)
 
     def token(self) -> bytes | None:
         """The page's token; ``b""`` (every request 503) while the Secret cannot be read or its

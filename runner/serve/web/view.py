@@ -26,6 +26,8 @@ from runner.plan.inventory import Inventory
 
 #: ``main@sha1:<hex>`` (Flux's and lockgate push's form), ``sha1:<hex>`` or a bare commit
 _COMMIT = re.compile(r"(?:^|[@:])([0-9a-f]{7,64})$")
+#: the inventory's ``waiting``: ``<revision>: <why>``, the revision ``<tag>@sha256:<hex>`` or the digest
+_WAITING = re.compile(r"^(?:[^\s@]*@)?(sha256:[0-9a-f]{64}):")
 MAX_EVENTS = 20
 #: the overview's column for why a sync is (not) ready: one summarised line
 OVERVIEW_SUMMARY = 140
@@ -74,6 +76,12 @@ def commit_url(provenance: Provenance) -> str:
         return ""
     base = source.removesuffix("/").removesuffix(".git")
     return f"{base}/commit/{match.group(1)}"
+
+
+def waiting_digest(waiting: str) -> str:
+    """The digest a waiting sync wants (its inventory's ``waiting``), or ""."""
+    match = _WAITING.match(waiting)
+    return match.group(1) if match else ""
 
 
 def _provenance(p: Provenance | None) -> dict[str, str] | None:
@@ -125,9 +133,14 @@ def _last_attempt(inventory: Inventory, live: LiveSync | None) -> dict[str, Any]
 
 
 def row(
-    inventory: Inventory, *, provenance: Provenance | None = None, live: LiveSync | None = None
+    inventory: Inventory,
+    *,
+    provenance: Provenance | None = None,
+    live: LiveSync | None = None,
+    fleet: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """One sync of the overview."""
+    """One sync of the overview; ``fleet`` is what ``runner.serve.web.fleet`` read of the
+    attestations of its digests (None: no policy, or no running ``serve``)."""
     base = status.to_json(inventory)
     return {
         "name": inventory.name,
@@ -147,6 +160,8 @@ def row(
         "nextPass": live.next_pass if live is not None else None,
         "members": base["members"],
         "requestPending": inventory.request_pending,
+        "waiting": inventory.waiting,
+        "fleet": fleet,
     }
 
 
@@ -179,10 +194,11 @@ def detail(
     provenance: Provenance | None = None,
     live: LiveSync | None = None,
     exists: bool = True,
+    fleet: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """One sync: the overview's row and everything the sync page shows."""
     base = (
-        row(inventory, provenance=provenance, live=live)
+        row(inventory, provenance=provenance, live=live, fleet=fleet)
         if exists or live is None
         else pending_row(inventory.name, inventory.namespace, live)
     )

@@ -68,6 +68,14 @@
     );
   }
 
+  // a length of time, as relative() words it
+  function span(total) {
+    const abs = Math.max(0, Math.round(total));
+    if (abs < 60) return abs + " s";
+    if (abs < 3600) return Math.ceil(abs / 60) + " min";
+    return Math.floor(abs / 3600) + " h " + Math.ceil((abs % 3600) / 60) + " min";
+  }
+
   function seconds(value) {
     if (value === null || value === undefined) return "";
     return value < 10 ? value.toFixed(2) + " s" : value.toFixed(1) + " s";
@@ -114,6 +122,42 @@
     return parts;
   }
 
+  // a cluster's word about a digest: healthy / failing since when, unverified, or not yet
+  const STATES = { healthy: [true, "Healthy"], failing: [false, "Failing"], unverified: [null, "Unverified"], none: [null, "Not yet"] };
+
+  function stateBadge(cell) {
+    const [ok, text] = STATES[cell.state] || [null, cell.state];
+    return badge(ok, text, cell.state === "unverified" ? "warn" : "");
+  }
+
+  function clusterCell(cell, key) {
+    const parts = [stateBadge(cell)];
+    if (cell.since) parts.push(" ", el("span", { class: "since" }, "since ", when(cell.since)));
+    if (cell.state === "unverified" && cell.reason) parts.push(expandable("why it does not count", cell.reason, key));
+    return parts;
+  }
+
+  // the overview's column: the clusters that attested the digest it runs, and what a waiting sync lacks
+  function attestedCell(sync, mode) {
+    const fleet = sync.fleet;
+    if (!fleet) return mode === "serve" ? el("span", { class: "word", title: "This sync neither requires nor writes attestations" }, "—") : "n/a";
+    if (fleet.error) return badge(null, "Unknown", "warn");
+    const current = (fleet.digests || []).find((d) => d.role === "current");
+    const parts = [];
+    if (current) {
+      const shown = fleet.clusters.filter((c) => current.cells[c].state !== "none");
+      if (shown.length > 6) {
+        const count = (state) => shown.filter((c) => current.cells[c].state === state).length;
+        parts.push(count("healthy") + " healthy, " + count("failing") + " failing, " + count("unverified") + " unverified");
+      } else {
+        shown.forEach((c, i) => parts.push(i ? " " : "", badge(STATES[current.cells[c].state][0], c, current.cells[c].state === "unverified" ? "warn" : "")));
+      }
+    }
+    const missing = (fleet.waitsFor || []).filter((w) => !w.ok).flatMap((w) => (w.clusters.length ? w.clusters.map((c) => c.cluster) : [w.requirement]));
+    if (missing.length) parts.push(el("span", { class: "reason" }, "waits for " + missing.join(", ")));
+    return parts.length ? parts : "none yet";
+  }
+
   function cell(label, ...children) {
     return el("td", { "data-label": label }, ...children);
   }
@@ -133,6 +177,7 @@
         cell("Digest", el("code", { class: "digest", title: sync.digest }, shortDigest(sync.digest))),
         cell("Verified by", sync.verifiedBy),
         cell("Health", sync.health),
+        cell("Attested in", attestedCell(sync, doc.mode)),
         cell("Last attempt", attemptCell(sync.lastAttempt, sync)),
         cell("Next pass", sync.nextPass ? when(sync.nextPass) : sync.nextPass === null ? "n/a" : "not scheduled"),
       ),
@@ -144,7 +189,7 @@
       el(
         "thead",
         {},
-        el("tr", {}, ["Sync", "Ready", "Revision", "Digest", "Verified by", "Health", "Last attempt", "Next pass"].map((h) => el("th", { scope: "col" }, h))),
+        el("tr", {}, ["Sync", "Ready", "Revision", "Digest", "Verified by", "Health", "Attested in", "Last attempt", "Next pass"].map((h) => el("th", { scope: "col" }, h))),
       ),
       el("tbody", {}, rows),
     );
@@ -159,10 +204,11 @@
     return el("section", { "aria-labelledby": id + "-h", id: id }, el("h2", { id: id + "-h" }, title), ...content);
   }
 
-  function table(caption, headers, rows, cls) {
+  // a table that may be wider than the page scrolls in a region the keyboard can reach
+  function table(caption, headers, rows, cls, focusable) {
     return el(
       "div",
-      { class: "scroll" },
+      focusable ? { class: "scroll", tabindex: "0", role: "region", "aria-label": caption } : { class: "scroll" },
       el(
         "table",
         { class: cls || "" },
@@ -206,6 +252,42 @@
     );
   }
 
+  function fleetSection(fleet) {
+    if (!fleet) return el("p", {}, "This sync neither requires attestations nor writes them: no key to check them with.");
+    if (fleet.error) return el("p", { class: "error" }, fleet.error);
+    const parts = [];
+    if (!fleet.digests.length) parts.push(el("p", {}, "No digest applied or wanted yet."));
+    else if (!fleet.clusters.length) parts.push(el("p", {}, "No cluster has attested these digests yet."));
+    else {
+      const label = (d) => [d.role === "current" ? "Runs " : "Wants ", el("code", { class: "digest", title: d.digest }, shortDigest(d.digest))];
+      parts.push(
+        table(
+          "Health attestations of this sync's digests, by cluster",
+          ["Digest", ...fleet.clusters],
+          fleet.digests.map((d) => [label(d), ...fleet.clusters.map((c) => clusterCell(d.cells[c], "fleet-" + d.role + "-" + c))]),
+          "fleet",
+          true,
+        ),
+      );
+    }
+    if (fleet.waitsFor.length) {
+      const rows = fleet.waitsFor.flatMap((w) => {
+        const met = w.ok ? badge(true, "Met") : badge(false, w.excluded ? "Refused" : "Waiting");
+        const clusters = w.clusters.length ? w.clusters : [null];
+        return clusters.map((c) => [
+          w.requirement,
+          c ? c.cluster : "any",
+          c ? clusterCell(c, "waits-" + w.requirement + "-" + c.cluster) : met,
+          c && c.soakLeft !== null && c.soakLeft !== undefined ? span(c.soakLeft) : "",
+          [met, w.reason ? el("span", { class: "reason" }, w.reason) : null],
+        ]);
+      });
+      parts.push(el("h3", {}, "What the wanted digest waits for"), table("Each requirement, cluster by cluster", ["Requirement", "Cluster", "Attestation", "Soak left", "Verdict"], rows, "waits", true));
+    }
+    parts.push(el("p", { class: "note" }, "Read from the registry ", when(fleet.checkedAt), ", again after the sync's interval; checked against the keys of its attestation requirements and its runner's own key. Unverified: signed by none of them, so it never counts."));
+    return parts;
+  }
+
   function detail(doc) {
     const attempt = doc.lastAttempt;
     const facts = [
@@ -216,6 +298,7 @@
       ["Digest", doc.digest ? el("code", { class: "digest" }, doc.digest) : "none applied yet"],
       ["Verified by", doc.verifiedBy || "none applied yet"],
       ["Health", doc.health],
+      ["Waiting for", el("span", { id: "waiting" }, doc.waiting || "nothing")],
       ["Last attempt", [attemptCell(attempt, doc), attempt && attempt.revision ? [" at ", el("code", {}, shortDigest(attempt.revision))] : null]],
       ["Next pass", doc.nextPass ? when(doc.nextPass) : doc.nextPass === null ? "n/a (no lockgate serve)" : "not scheduled"],
       ["Objects", String(doc.members)],
@@ -243,6 +326,7 @@
             : el("p", {}, "None in the last pass."),
         ),
       ),
+      section("fleet", "Fleet", liveOnly(doc, doc.fleet, fleetSection)),
       section(
         "history",
         "History",

@@ -1,0 +1,127 @@
+"""``lockgate fleet`` as library calls: whose word counts, one look at the registry, and ``--watch``.
+
+``policies`` turns ``--key`` (repeatable: one per attesting runner, any one verifying) and the
+keyless flags (as ``lockgate verify`` takes them) into the policies every attestation is
+checked against (``lockgate.fleet.evidence``); an attestation none of them verifies is shown
+as ``unverified``, never as healthy. ``read`` looks once; ``watch`` looks again every
+``interval`` seconds until SIGINT or SIGTERM, through one ``Reader``, so a refresh fetches only
+the referrers it has not seen. A refresh that fails is shown and the next one tried.
+"""
+
+from __future__ import annotations
+
+import signal
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from action import cliopts
+from lockgate.errors import LockgateError, UsageError
+from lockgate.signing.options import VERIFY_FLAGS, VerifyOptions, build_policy, policy_warnings
+
+if TYPE_CHECKING:
+    from lockgate.fleet.evidence import Reader, Selection
+    from lockgate.fleet.matrix import Fleet
+    from lockgate.registry import Reference
+    from lockgate.signing.attest import AttestationPolicy
+
+
+@dataclass(frozen=True)
+class FleetRequest:
+    """What ``lockgate fleet`` was asked: a repository (or one tag or digest of it), which of its
+    revisions, and the attesters whose attestations count."""
+
+    url: str
+    keys: tuple[Path, ...] = ()
+    #: the keyless identity, as ``lockgate verify``'s flags give it (its ``key`` is unused)
+    keyless: VerifyOptions = field(default_factory=VerifyOptions)
+    semver: str | None = None
+    last: int | None = None
+
+
+def policies(request: FleetRequest) -> list[AttestationPolicy]:
+    """The keys as one set (any one verifying), then the keyless identity; at least one."""
+    from lockgate.signing.policy import KeyPolicy, KeySetPolicy
+
+    found: list[AttestationPolicy] = []
+    if request.keys:
+        keys = tuple(KeyPolicy.from_file(path) for path in request.keys)
+        found.append(KeySetPolicy(keys, source=", ".join(str(p) for p in request.keys)))
+    keyless = build_policy(request.keyless, VERIFY_FLAGS) if request.keyless.keyless else None
+    if keyless is not None:
+        found.append(keyless)
+    if not found:
+        raise UsageError(
+            "whose attestations count? pass --key FILE (once per attesting runner's public key), "
+            "or --certificate-identity (or -regexp) and --certificate-oidc-issuer (or -regexp)"
+        )
+    return found
+
+
+def warnings(request: FleetRequest) -> tuple[str, ...]:
+    """What to tell the user about the keyless identity (an unpinned GitHub workflow)."""
+    if not request.keyless.keyless:
+        return ()
+    return policy_warnings(build_policy(request.keyless, VERIFY_FLAGS), VERIFY_FLAGS)
+
+
+def _selection(request: FleetRequest) -> Selection:
+    from lockgate.fleet.evidence import Selection
+
+    return Selection(semver=request.semver, last=request.last)
+
+
+def reader(request: FleetRequest, *, creds: str | None, insecure: bool) -> tuple[Reader, Reference]:
+    """A reader for the request's repository, its input checked before any request is sent."""
+    from lockgate import registry
+    from lockgate.fleet.evidence import Reader
+
+    ref = registry.parse(request.url)
+    selection = _selection(request)
+    selection.check(ref)
+    selection.constraints()
+    trusted = policies(request)
+    return Reader(cliopts.client_for(ref, creds, insecure), ref.repository, trusted), ref
+
+
+def read(request: FleetRequest, *, creds: str | None, insecure: bool) -> Fleet:
+    """The fleet as the registry holds it now."""
+    fleet_reader, ref = reader(request, creds=creds, insecure=insecure)
+    return fleet_reader.fleet(ref, _selection(request))
+
+
+def watch(
+    request: FleetRequest,
+    *,
+    interval: float,
+    creds: str | None,
+    insecure: bool,
+    show: Callable[[Fleet], None],
+    failed: Callable[[LockgateError], None],
+    stop: threading.Event | None = None,
+) -> None:
+    """``show`` the fleet every ``interval`` seconds until SIGINT or SIGTERM (or ``stop``);
+    a refresh that fails goes to ``failed`` and the next one is tried all the same."""
+    if interval <= 0:
+        raise UsageError(f"--interval {interval:g}: give a duration above zero (e.g. 10s)")
+    fleet_reader, ref = reader(request, creds=creds, insecure=insecure)
+    selection = _selection(request)
+    done = stop or threading.Event()
+    main = threading.current_thread() is threading.main_thread()
+    previous = (
+        {sig: signal.signal(sig, lambda *_: done.set()) for sig in (signal.SIGINT, signal.SIGTERM)}
+        if main
+        else {}
+    )
+    try:
+        while not done.is_set():
+            try:
+                show(fleet_reader.fleet(ref, selection))
+            except LockgateError as exc:
+                failed(exc)
+            done.wait(interval)
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
