@@ -22,7 +22,7 @@ import datetime as dt
 import hashlib
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -127,6 +127,15 @@ def _fingerprint(policy: AttestationPolicy) -> str:
     return repr(policy)
 
 
+def requirement_clusters(requirement: attest.Requirement, attested: Iterable[str]) -> list[str]:
+    """The clusters a requirement waits for, one row each: its cluster, or a quorum's names and
+    every ``attested`` cluster its patterns select (never the asking runner's own)."""
+    if requirement.quorum is None:
+        return [requirement.cluster] if requirement.cluster else []
+    selection = requirement.quorum.selection
+    return sorted({*selection.names, *(name for name in attested if selection.matches(name))})
+
+
 def _requirement_json(
     requirement: attest.Requirement, found: evidence.Evidence, index: int, now: dt.datetime
 ) -> dict[str, Any]:
@@ -134,7 +143,7 @@ def _requirement_json(
     # this requirement's policy alone decides its clusters' cells
     alone = evidence.Evidence(found.digest, tuple((r, (v[index],)) for r, v in found.verdicts))
     cells = matrix.cells(alone.claims())
-    wanted = [requirement.cluster] if requirement.cluster else []
+    wanted = requirement_clusters(requirement, cells)
     return {
         "requirement": requirement.describe(),
         "ok": verdict.ok,
