@@ -26,7 +26,8 @@ MAX_PAYLOAD = 1 << 20
 MAX_BUNDLE = 4 << 20
 #: after writing the fallback index, at least this long before reading it back (seconds)
 SETTLE_SECONDS = 0.05
-LIST_ATTEMPTS = 6
+MAX_BACKOFF_SECONDS = 10.0
+LIST_ATTEMPTS = 10
 
 
 @dataclass(frozen=True)
@@ -187,17 +188,29 @@ def _list_in_fallback(client: RegistryClient, repo: str, digest: str, entry: dic
     API offers no compare-and-swap, so runners attesting one digest at once each write an
     index that lacks the others' entries: of 20 at once, 5 stayed listed. So the index is
     read back once concurrent writers have had time to land theirs (a few times what this
-    read-modify-write took, with jitter), and written again until the entry is seen."""
+    read-modify-write took, plus a random backoff doubling with each lost write), and written
+    again until it holds this entry and every entry this writer saw in it before: a writer
+    still at work puts back what a late writer's stale index dropped, its own or another's."""
     tag = layout.referrers_tag(digest)
-    for attempt in range(LIST_ATTEMPTS):
+    seen: dict[str, dict[str, Any]] = {}
+    for attempt in range(LIST_ATTEMPTS + 1):
         started = time.monotonic()
         existing = _optional_manifest(client, repo, tag)
-        if attempt and _lists(existing, entry["digest"]):
+        listed = _entries(existing)
+        if attempt and entry["digest"] in listed and seen.keys() <= listed.keys():
             return
-        client.put_manifest(repo, tag, layout.encode(layout.add_referrer(existing, entry)), layout.OCI_INDEX)
-        took = time.monotonic() - started
-        time.sleep(max(SETTLE_SECONDS, 4 * took) * (1 + random.random()) * (attempt + 1))
-    if not _lists(_optional_manifest(client, repo, tag), entry["digest"]):
+        if attempt == LIST_ATTEMPTS:
+            break
+        dropped = [item for known, item in seen.items() if known not in listed]
+        seen.update(listed)
+        kept = (existing or {}).get("manifests") or []
+        merged = {**(existing or {}), "manifests": [*kept, *dropped]}
+        client.put_manifest(repo, tag, layout.encode(layout.add_referrer(merged, entry)), layout.OCI_INDEX)
+        # at least a few times this read-modify-write (what another writer's takes), then a
+        # random backoff that doubles with each lost write, so contending writers spread out
+        settle = max(SETTLE_SECONDS, 4 * (time.monotonic() - started))
+        time.sleep(settle + random.uniform(0, min(MAX_BACKOFF_SECONDS, settle * 2**attempt)))
+    if entry["digest"] not in listed:
         raise RegistryError(
             f"oci://{client.host}/{repo}:{tag}: other writers replaced the referrers index "
             f"{LIST_ATTEMPTS} times without {entry['digest']}; the attestation is stored but not "
@@ -205,8 +218,10 @@ def _list_in_fallback(client: RegistryClient, repo: str, digest: str, entry: dic
         )
 
 
-def _lists(index: dict[str, Any] | None, digest: str) -> bool:
-    return any(
-        isinstance(item, dict) and item.get("digest") == digest
+def _entries(index: dict[str, Any] | None) -> dict[str, dict[str, Any]]:
+    """The entries of a fallback index by digest."""
+    return {
+        str(item["digest"]): item
         for item in (index or {}).get("manifests") or []
-    )
+        if isinstance(item, dict) and isinstance(item.get("digest"), str)
+    }
