@@ -3,7 +3,8 @@
 Manifests travel as raw bytes and are addressed by the sha256 of exactly those bytes;
 blobs are streamed from and to files with their digest checked on the way. Used by the
 artifact commands, by signing (manifests by tag and digest, indexes) and by the image
-scanner (tag listing).
+scanner (tag listing). A client given a ``RegistryCache`` (``serve``'s) remembers documents
+by digest and revalidates referrers lists with one request (``lockgate.registry.cache``).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import requests
 from lockgate.errors import AuthError, LockgateError, RegistryError, ResolveError, VerificationError
 from lockgate.registry import credentials as creds_mod
 from lockgate.registry import oci
+from lockgate.registry.cache import SMALL_BLOB, Listing, RegistryCache
 from lockgate.registry.credentials import Credentials
 from lockgate.registry.oci import MANIFEST_TYPES, OCI_INDEX, Referrers, referrers_tag, sha256_digest
 from lockgate.registry.reference import DIGEST_PATTERN, Reference
@@ -45,8 +47,9 @@ def _scope(repo: str, actions: str) -> str:
 class RegistryClient:
     """One registry host. Build it with ``for_reference`` (credentials and scheme are found for you)."""
 
-    def __init__(self, transport: Transport) -> None:
+    def __init__(self, transport: Transport, *, cache: RegistryCache | None = None) -> None:
         self.transport = transport
+        self.cache = cache
 
     @classmethod
     def for_reference(
@@ -56,11 +59,14 @@ class RegistryClient:
         credentials: Credentials | None = None,
         insecure: bool = False,
         retry: RetryPolicy | None = None,
+        cache: RegistryCache | None = None,
     ) -> RegistryClient:
-        """A client for ``ref.host``; plain http when ``insecure`` or when the host is loopback."""
+        """A client for ``ref.host``; plain http when ``insecure`` or when the host is loopback.
+
+        ``cache``: for a long-lived client, what to remember between calls (one per credentials)."""
         found = creds_mod.find(ref.host, explicit=credentials)
         transport = Transport(ref.host, credentials=found, insecure=insecure or ref.is_loopback, retry=retry)
-        return cls(transport)
+        return cls(transport, cache=cache)
 
     @property
     def host(self) -> str:
@@ -101,6 +107,11 @@ class RegistryClient:
     def get_manifest(
         self, repo: str, ref: str, *, accept: tuple[str, ...] = MANIFEST_TYPES
     ) -> FetchedManifest:
+        by_digest = DIGEST_PATTERN.match(ref) is not None
+        if by_digest and self.cache is not None:
+            known = self.cache.document("manifest", repo, ref)
+            if known is not None:
+                return FetchedManifest(content=known[0], media_type=known[1], digest=ref)
         where = f"{self.host}/{repo}{'@' if ref.startswith('sha') and ':' in ref else ':'}{ref}"
         response = self.transport.request(
             "GET",
@@ -117,8 +128,10 @@ class RegistryClient:
             content = _read_limited(response, MAX_MANIFEST_BYTES, where)
             media_type = response.headers.get("Content-Type", "").split(";")[0].strip()
         digest = sha256_digest(content)
-        if DIGEST_PATTERN.match(ref) and digest != ref:
+        if by_digest and digest != ref:
             raise VerificationError(f"oci://{where}: the manifest bytes hash to {digest}; refusing it")
+        if self.cache is not None:
+            self.cache.keep_document("manifest", repo, digest, content, media_type)
         return FetchedManifest(content=content, media_type=media_type, digest=digest)
 
     def put_manifest(self, repo: str, ref: str, content: bytes, media_type: str) -> str:
@@ -142,7 +155,17 @@ class RegistryClient:
         return digest
 
     def referrers(self, repo: str, digest: str) -> Referrers:
-        """What refers to the manifest ``digest``: the referrers API, else the fallback index."""
+        """What refers to the manifest ``digest``: the referrers API, else the fallback index.
+
+        With a cache, a list read from the fallback index is revalidated by one HEAD of its
+        tag and read again (by digest) only when it changed."""
+        known = self.cache.listing(repo, digest) if self.cache is not None else None
+        if known is not None and self.cache is not None and self.cache.fallback_trusted(known):
+            index_digest = self.head_manifest(repo, referrers_tag(digest))
+            if index_digest != known.index_digest:
+                known = self._fallback(repo, digest, index_digest, probed_at=known.probed_at)
+            return known.referrers
+        probed_at = self.cache.clock() if self.cache is not None else 0.0
         where = f"{self.host}/{repo}@{digest}"
         response = self.transport.request(
             "GET",
@@ -158,11 +181,24 @@ class RegistryClient:
                 )
             if response.status_code >= 500:
                 raise _failure(response, f"{where} referrers")
-        try:
-            fallback = self.get_manifest(repo, referrers_tag(digest))
-        except ResolveError:
-            return Referrers()
-        return Referrers.from_bytes(fallback.content, from_api=False, where=where)
+        return self._fallback(repo, digest, referrers_tag(digest), probed_at=probed_at).referrers
+
+    def _fallback(self, repo: str, digest: str, index: str | None, *, probed_at: float) -> Listing:
+        """The fallback index ``index`` (its tag, or the digest a HEAD of the tag answered; None:
+        there is none) as the referrers of ``digest``, remembered when there is a cache."""
+        listing = Listing(Referrers(), None, probed_at)
+        if index is not None:
+            try:
+                fallback = self.get_manifest(repo, index)
+            except ResolveError:
+                pass
+            else:
+                where = f"{self.host}/{repo}@{digest}"
+                referrers = Referrers.from_bytes(fallback.content, from_api=False, where=where)
+                listing = Listing(referrers, fallback.digest, probed_at)
+        if self.cache is not None:
+            self.cache.keep_listing(repo, digest, listing)
+        return listing
 
     def blob_exists(self, repo: str, digest: str) -> bool:
         response = self.transport.request(
@@ -203,6 +239,14 @@ class RegistryClient:
     def download_blob(self, repo: str, digest: str, dest: IO[bytes], *, max_size: int | None = None) -> int:
         """Stream the blob into ``dest``, checking its digest; returns the byte count."""
         where = f"{self.host}/{repo} blob {digest}"
+        if self.cache is not None:
+            known = self.cache.document("blob", repo, digest)
+            if known is not None:
+                if max_size is not None and len(known[0]) > max_size:
+                    raise VerificationError(f"{where} is larger than the {max_size} bytes allowed")
+                dest.write(known[0])
+                return len(known[0])
+        small: list[bytes] | None = [] if self.cache is not None else None
         response = self.transport.request(
             "GET", f"/v2/{repo}/blobs/{digest}", scope=_scope(repo, "pull"), stream=True
         )
@@ -220,11 +264,17 @@ class RegistryClient:
                     raise VerificationError(f"{where} is larger than the {max_size} bytes allowed")
                 hasher.update(chunk)
                 dest.write(chunk)
+                if small is not None and total <= SMALL_BLOB:
+                    small.append(chunk)
+                else:
+                    small = None
         if hasher.hexdigest() != expected:
             raise VerificationError(
                 f"{where}: content hashes to {algorithm}:{hasher.hexdigest()}; "
                 "the blob was tampered with or corrupted"
             )
+        if small is not None and self.cache is not None:
+            self.cache.keep_document("blob", repo, digest, b"".join(small))
         return total
 
     def list_tags(self, repo: str, *, page_size: int = 1000) -> list[str]:

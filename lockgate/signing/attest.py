@@ -16,6 +16,9 @@ statement names exactly the digest (a statement copied from another artifact is 
 with the reason each other one did not count. With a keyless policy, bundles with a Sigstore
 certificate are verified against the policy's trusted root and identity instead
 (``attest_keyless`` writes them); the runner's own attestations are signed with keys.
+Through a client with a cache (``serve``'s), each bundle's verdict is remembered by its
+referrer manifest digest and the policy (``judge``), and ``check_requirements`` reads the
+referrers of a digest once for all its requirements, so a quorum of many keys costs one read.
 
 The runner's predicates (``HEALTHY`` and ``UNHEALTHY``) record the cluster, the sync, the
 revision, when health was reached (or lost) and the objects' summary; ``Requirement`` is
@@ -29,7 +32,7 @@ import base64
 import datetime as dt
 import hashlib
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -38,6 +41,7 @@ from cryptography.hazmat.primitives import serialization
 
 from lockgate.errors import LockgateError, RegistryError, UsageError, VerificationError
 from lockgate.registry import Reference, RegistryClient, parse
+from lockgate.registry.cache import RegistryCache
 from lockgate.signing import keys, layout, statement, store
 from lockgate.signing.policy import KeylessPolicy, KeyPolicy, KeySetPolicy
 from lockgate.signing.sign import SignedArtifact, by_digest
@@ -71,14 +75,9 @@ def statement_bytes(name: str, digest: str, predicate_type: str, predicate: Json
 def key_bundle(payload: bytes, key: keys.PrivateKey) -> bytes:
     """A Sigstore bundle v0.3 around the DSSE envelope of ``payload``, signed with ``key``."""
     signature = keys.sign(key, statement.pae(statement.PAYLOAD_TYPE, payload))
-    der = key.public_key().public_bytes(
-        serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo
-    )
     doc = {
         "mediaType": BUNDLE_MEDIA_TYPE,
-        "verificationMaterial": {
-            "publicKey": {"hint": base64.b64encode(hashlib.sha256(der).digest()).decode()}
-        },
+        "verificationMaterial": {"publicKey": {"hint": _hint(key.public_key())}},
         "dsseEnvelope": {
             "payload": base64.b64encode(payload).decode(),
             "payloadType": statement.PAYLOAD_TYPE,
@@ -151,6 +150,12 @@ def _policies(policy: KeyPolicies) -> tuple[KeyPolicy, ...]:
     return policy.keys if isinstance(policy, KeySetPolicy) else (policy,)
 
 
+def _hint(key: keys.PublicKey) -> str:
+    """The ``publicKey.hint`` ``key_bundle`` writes for ``key``: base64 of sha256 of its DER."""
+    der = key.public_bytes(serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo)
+    return base64.b64encode(hashlib.sha256(der).digest()).decode()
+
+
 def read(
     client: RegistryClient,
     repository: str,
@@ -165,69 +170,156 @@ def read(
     Cosign v3 signatures (predicate ``https://sigstore.dev/cosign/sign/v1``) are not
     attestations and are left out without a reason. Registry failures raise."""
     stored = store.read_bundles(client, repository, digest) if bundles is None else bundles
+    return judge(stored, digest, policy, cache=client.cache)
+
+
+def judge(
+    bundles: Sequence[store.StoredBundle],
+    digest: str,
+    policy: AttestationPolicy,
+    *,
+    cache: RegistryCache | None,
+) -> Found:
+    """``read`` for bundles already read. With a ``cache``, each bundle's verdict is remembered
+    by the referrer's manifest digest (its bytes), ``digest`` and the policy's keys or identity:
+    verifying the same bytes with the same keys again would only repeat the answer."""
     if isinstance(policy, KeylessPolicy):
-        return _read_keyless(stored, digest, policy)
+        return _judge_keyless(bundles, digest, policy, cache)
+    policies = _policies(policy)
+    hints = tuple(_hint(p.key) for p in policies)
+    # a key's fingerprint includes its name: the Attestation's signer says which key verified it
+    key = ("key", tuple(zip(hints, (p.source for p in policies), strict=True)))
     found: list[Attestation] = []
     refused: list[Refusal] = []
-    for bundled in stored:
-        where = f"referrer {bundled.manifest_digest}"
-        try:
-            attestation = _verified(bundled, digest, _policies(policy))
-        except VerificationError as exc:
-            claimed = _claims(bundled.bundle)
-            refused.append(Refusal(f"{where}: {exc.message}", *claimed, referrer=bundled.manifest_digest))
-            continue
-        if attestation is not None:
-            found.append(attestation)
+    for bundled in bundles:
+
+        def verdict(bundled: store.StoredBundle = bundled) -> Attestation | Refusal | None:
+            try:
+                return _verified(bundled, digest, policies, hints)
+            except VerificationError as exc:
+                where = f"referrer {bundled.manifest_digest}"
+                return Refusal(
+                    f"{where}: {exc.message}", *_claims(bundled.bundle), referrer=bundled.manifest_digest
+                )
+
+        outcome = _remembered(cache, bundled, digest, key, verdict)
+        if isinstance(outcome, Refusal):
+            refused.append(outcome)
+        elif outcome is not None:
+            found.append(outcome)
     return Found(found, refused)
 
 
-def _read_keyless(stored: Sequence[store.StoredBundle], digest: str, policy: KeylessPolicy) -> Found:
+def _remembered(
+    cache: RegistryCache | None,
+    bundled: store.StoredBundle,
+    digest: str,
+    key: Hashable,
+    verdict: Callable[[], Attestation | Refusal | None],
+) -> Attestation | Refusal | None:
+    # a bundle that could not be read is judged again: its blob may be readable next time
+    if cache is None or bundled.problem or bundled.bundle is None:
+        return verdict()
+    return cache.derived(("attestation", bundled.manifest_digest, digest, key), verdict)
+
+
+class _NoVerifier(Exception):
+    """The trusted root could not be loaded: no bundle was judged, so nothing is remembered."""
+
+    def __init__(self, error: VerificationError) -> None:
+        super().__init__(error.message)
+        self.error = error
+
+
+def _judge_keyless(
+    bundles: Sequence[store.StoredBundle], digest: str, policy: KeylessPolicy, cache: RegistryCache | None
+) -> Found:
     """Keyless attestations: each bundle with a certificate is verified with sigstore-python
     against the policy's trusted root and identity, for the type its statement claims."""
-    from dataclasses import replace
-
     from lockgate.signing import verify
 
-    verifier = None
+    verifiers: list[Any] = []
+
+    def verifier() -> Any:
+        if not verifiers:
+            try:
+                verifiers.append(verify.trust_root_verifier(policy))
+            except VerificationError as exc:
+                raise _NoVerifier(exc) from None
+        return verifiers[0]
+
+    root = policy.trusted_root
+    # a trusted root rewritten in place (a rotation) is another root
+    stamp = (root.stat().st_mtime_ns, root.stat().st_size) if root is not None and root.exists() else None
+    key = ("keyless", policy, stamp)
     found: list[Attestation] = []
     refused: list[Refusal] = []
-    for bundled in stored:
-        where = f"referrer {bundled.manifest_digest}"
+    for bundled in bundles:
         claimed = _claims(bundled.bundle)
         if claimed[0] == statement.COSIGN_SIGN_PREDICATE:
             continue  # a signature, not an attestation
         try:
-            if bundled.problem or bundled.bundle is None:
-                raise VerificationError(bundled.problem or "no bundle")
-            if bundled.subject_digest != digest:
-                raise VerificationError(f"its subject is {bundled.subject_digest}, not {digest}")
-            document = store.read_value(bundled.bundle, "the bundle")
-            if not isinstance(document, dict) or "publicKey" in (document.get("verificationMaterial") or {}):
-                raise VerificationError("it is signed with a key, not keyless")
-            if claimed[0] is None:
-                raise VerificationError("its statement is unreadable")
-            verifier = verifier or verify.trust_root_verifier(policy)
-            identity, issuer = verify.verify_keyless_bundle(
-                bundled.bundle, replace(policy, predicate_type=claimed[0]), digest=digest, verifier=verifier
+            outcome = _remembered(
+                cache,
+                bundled,
+                digest,
+                key,
+                lambda bundled=bundled, claimed=claimed: _keyless_verdict(  # type: ignore[misc]
+                    bundled, digest, policy, claimed, verifier
+                ),
             )
-        except (VerificationError, ValueError) as exc:
-            message = exc.message if isinstance(exc, VerificationError) else "the bundle is not valid JSON"
-            refused.append(Refusal(f"{where}: {message}", *claimed, referrer=bundled.manifest_digest))
-            continue
-        payload = statement.envelope_of(document).payload
-        predicate = store.read_value(payload, "the statement").get("predicate")
-        found.append(
-            Attestation(
-                digest=digest,
-                predicate_type=claimed[0],
-                predicate=predicate if isinstance(predicate, dict) else {},
-                signer=identity + (f" (issuer {issuer})" if issuer else ""),
-                manifest_digest=bundled.manifest_digest,
-                payload=payload,
+        except _NoVerifier as failed:
+            outcome = Refusal(
+                f"referrer {bundled.manifest_digest}: {failed.error.message}",
+                *claimed,
+                referrer=bundled.manifest_digest,
             )
-        )
+        if isinstance(outcome, Refusal):
+            refused.append(outcome)
+        elif outcome is not None:
+            found.append(outcome)
     return Found(found, refused)
+
+
+def _keyless_verdict(
+    bundled: store.StoredBundle,
+    digest: str,
+    policy: KeylessPolicy,
+    claimed: tuple[str | None, str | None],
+    verifier: Callable[[], Any],
+) -> Attestation | Refusal:
+    from dataclasses import replace
+
+    from lockgate.signing import verify
+
+    try:
+        if bundled.problem or bundled.bundle is None:
+            raise VerificationError(bundled.problem or "no bundle")
+        if bundled.subject_digest != digest:
+            raise VerificationError(f"its subject is {bundled.subject_digest}, not {digest}")
+        document = store.read_value(bundled.bundle, "the bundle")
+        if not isinstance(document, dict) or "publicKey" in (document.get("verificationMaterial") or {}):
+            raise VerificationError("it is signed with a key, not keyless")
+        if claimed[0] is None:
+            raise VerificationError("its statement is unreadable")
+        identity, issuer = verify.verify_keyless_bundle(
+            bundled.bundle, replace(policy, predicate_type=claimed[0]), digest=digest, verifier=verifier()
+        )
+    except (VerificationError, ValueError) as exc:
+        message = exc.message if isinstance(exc, VerificationError) else "the bundle is not valid JSON"
+        return Refusal(
+            f"referrer {bundled.manifest_digest}: {message}", *claimed, referrer=bundled.manifest_digest
+        )
+    payload = statement.envelope_of(document).payload
+    predicate = store.read_value(payload, "the statement").get("predicate")
+    return Attestation(
+        digest=digest,
+        predicate_type=claimed[0],
+        predicate=predicate if isinstance(predicate, dict) else {},
+        signer=identity + (f" (issuer {issuer})" if issuer else ""),
+        manifest_digest=bundled.manifest_digest,
+        payload=payload,
+    )
 
 
 def _claims(bundle: bytes | None) -> tuple[str | None, str | None]:
@@ -242,8 +334,18 @@ def _claims(bundle: bytes | None) -> tuple[str | None, str | None]:
         return None, None
 
 
+def _bundle_hint(bundle: Json) -> str | None:
+    material = bundle.get("verificationMaterial")
+    public = material.get("publicKey") if isinstance(material, dict) else None
+    hint = public.get("hint") if isinstance(public, dict) else None
+    return hint if isinstance(hint, str) else None
+
+
 def _verified(
-    bundled: store.StoredBundle, digest: str, policies: tuple[KeyPolicy, ...]
+    bundled: store.StoredBundle,
+    digest: str,
+    policies: tuple[KeyPolicy, ...],
+    hints: tuple[str, ...] = (),
 ) -> Attestation | None:
     if bundled.problem or bundled.bundle is None:
         raise VerificationError(bundled.problem or "no bundle")
@@ -260,6 +362,12 @@ def _verified(
     envelope = statement.envelope_of(bundle)
     if envelope.payload_type != statement.PAYLOAD_TYPE:
         raise VerificationError(f"the envelope holds {envelope.payload_type!r}, not an in-toto statement")
+    hint = _bundle_hint(bundle)
+    if hint and hints and hint in hints:
+        # the key the bundle names is tried first: a set of many keys costs one check, not many
+        # (the hint is unsigned, so it only orders the keys; a wrong hint costs the other checks)
+        first = hints.index(hint)
+        policies = (policies[first], *policies[:first], *policies[first + 1 :])
     signed_by = None
     for policy in policies:
         for signature in envelope.signatures:
@@ -537,20 +645,25 @@ def check_requirements(
     now: dt.datetime | None = None,
     reads: dict[tuple[str, int], Found] | None = None,
 ) -> list[Verdict]:
-    """The verdict of each requirement for ``digest`` (reads the referrers once per key policy).
+    """The verdict of each requirement for ``digest`` (reads the referrers once, judges them once
+    per policy).
 
     ``reads`` keeps what was read across calls, by (digest, policy): a quorum names the clusters
     seen attesting the other digests read as missing from this one. A registry failure is a
     ``VerificationError``: requirements fail closed."""
     when = now or dt.datetime.now(dt.UTC)
     cache: dict[tuple[str, int], Found] = {} if reads is None else reads
+    bundles: list[store.StoredBundle] | None = None
     verdicts = []
     try:
         for requirement in requirements:
             key = (digest, id(requirement.policy))
             found = cache.get(key)
             if found is None:
-                found = cache[key] = read(client, repository, digest, requirement.policy)
+                # the referrers are read once for every policy: a quorum of N keys costs one read
+                if bundles is None:
+                    bundles = store.read_bundles(client, repository, digest)
+                found = cache[key] = judge(bundles, digest, requirement.policy, cache=client.cache)
             verdicts.append(evaluate(requirement, found, now=when, known=_known(cache, requirement)))
     except (RegistryError, LockgateError) as exc:
         if isinstance(exc, VerificationError):

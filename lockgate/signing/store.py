@@ -3,12 +3,16 @@
 Everything here is a thin sequence of registry calls around the pure documents of
 ``layout``. Reads are for one manifest digest, resolved once by the caller; a registry
 that cannot be reached raises (the caller turns that into a refusal, never into "no
-signatures, allow").
+signatures, allow"). A client with a cache answers repeated reads from memory
+(``lockgate.registry.cache``). Adding to the fallback index reads it back, since writers
+on a registry without the referrers API can replace each other's entries.
 """
 
 from __future__ import annotations
 
 import io
+import random
+import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -20,6 +24,10 @@ from lockgate.signing import layout, simplesigning
 
 MAX_PAYLOAD = 1 << 20
 MAX_BUNDLE = 4 << 20
+#: after writing the fallback index, at least this long before reading it back (seconds)
+SETTLE_SECONDS = 0.05
+MAX_BACKOFF_SECONDS = 10.0
+LIST_ATTEMPTS = 10
 
 
 @dataclass(frozen=True)
@@ -176,9 +184,51 @@ def write_bundle(
     data = layout.encode(manifest)
     referrer = client.put_manifest(repo, layout.sha256_digest(data), data, layout.OCI_MANIFEST)
     if not client.referrers(repo, digest).from_api:
-        tag = layout.referrers_tag(digest)
-        index = layout.add_referrer(
-            _optional_manifest(client, repo, tag), layout.referrer_entry(manifest, data)
-        )
-        client.put_manifest(repo, tag, layout.encode(index), layout.OCI_INDEX)
+        _list_in_fallback(client, repo, digest, layout.referrer_entry(manifest, data))
     return referrer
+
+
+def _list_in_fallback(client: RegistryClient, repo: str, digest: str, entry: dict[str, Any]) -> None:
+    """Add ``entry`` to the fallback index of ``digest``, and see that it stays there.
+
+    Every writer rewrites the index (read, add, put) and a registry without the referrers
+    API offers no compare-and-swap, so runners attesting one digest at once each write an
+    index that lacks the others' entries: of 20 at once, 5 stayed listed. So the index is
+    read back once concurrent writers have had time to land theirs (a few times what this
+    read-modify-write took, plus a random backoff doubling with each lost write), and written
+    again until it holds this entry and every entry this writer saw in it before: a writer
+    still at work puts back what a late writer's stale index dropped, its own or another's."""
+    tag = layout.referrers_tag(digest)
+    seen: dict[str, dict[str, Any]] = {}
+    for attempt in range(LIST_ATTEMPTS + 1):
+        started = time.monotonic()
+        existing = _optional_manifest(client, repo, tag)
+        listed = _entries(existing)
+        if attempt and entry["digest"] in listed and seen.keys() <= listed.keys():
+            return
+        if attempt == LIST_ATTEMPTS:
+            break
+        dropped = [item for known, item in seen.items() if known not in listed]
+        seen.update(listed)
+        kept = (existing or {}).get("manifests") or []
+        merged = {**(existing or {}), "manifests": [*kept, *dropped]}
+        client.put_manifest(repo, tag, layout.encode(layout.add_referrer(merged, entry)), layout.OCI_INDEX)
+        # at least a few times this read-modify-write (what another writer's takes), then a
+        # random backoff that doubles with each lost write, so contending writers spread out
+        settle = max(SETTLE_SECONDS, 4 * (time.monotonic() - started))
+        time.sleep(settle + random.uniform(0, min(MAX_BACKOFF_SECONDS, settle * 2**attempt)))
+    if entry["digest"] not in listed:
+        raise RegistryError(
+            f"oci://{client.host}/{repo}:{tag}: other writers replaced the referrers index "
+            f"{LIST_ATTEMPTS} times without {entry['digest']}; the attestation is stored but not "
+            "listed: attest again"
+        )
+
+
+def _entries(index: dict[str, Any] | None) -> dict[str, dict[str, Any]]:
+    """The entries of a fallback index by digest."""
+    return {
+        str(item["digest"]): item
+        for item in (index or {}).get("manifests") or []
+        if isinstance(item, dict) and isinstance(item.get("digest"), str)
+    }

@@ -2,8 +2,11 @@
 cheap checks and the status page, so they reuse connections and tokens.
 
 A client built from a Secret is rebuilt after ``SECRET_CACHE_SECONDS`` (Secrets rotate); one
-without credentials is kept for the life of the process. ``new_counts`` hands the requests
-made since it was last asked to the metrics.
+without credentials is kept for the life of the process. Each host and Secret has one
+``RegistryCache`` for the life of the process, handed to every client built for them: the
+referrers of an unchanged digest cost one HEAD per check, and an attestation already
+verified is not verified again (``lockgate.registry.cache``). ``new_counts`` hands the
+requests made since it was last asked to the metrics.
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ import threading
 import time
 
 from lockgate import registry
+from lockgate.registry.cache import RegistryCache
 from runner.kube.client import Kube
 from runner.pipeline import reconcile as pipeline
 from runner.pipeline import secretrefs
@@ -24,6 +28,7 @@ class Registries:
     def __init__(self, kube: Kube) -> None:
         self.kube = kube
         self._clients: dict[tuple[str, str], tuple[float, registry.RegistryClient]] = {}
+        self._caches: dict[tuple[str, str], RegistryCache] = {}
         self._lock = threading.Lock()
         self._seen: dict[int, dict[str, int]] = {}
 
@@ -41,7 +46,9 @@ class Registries:
         if secret:
             reader = secretrefs.SecretReader(self.kube, pipeline.runner_namespace(options.namespace))
             creds = reader.registry_credentials(secret, ref.host)
-        client = registry.RegistryClient.for_reference(ref, credentials=creds)
+        with self._lock:
+            cache = self._caches.setdefault(key, RegistryCache())
+        client = registry.RegistryClient.for_reference(ref, credentials=creds, cache=cache)
         with self._lock:
             self._clients[key] = (now, client)
         return client
