@@ -275,3 +275,29 @@ def test_forge_webhooks_are_checked_as_github_s_and_pings_answered(
         ], served.tail()
     finally:
         served.stop()
+
+
+def test_a_receiver_token_shorter_than_16_bytes_stops_serve_at_start(
+    cluster: Cluster, registry: Registry, unique: str, tmp_path: Path
+) -> None:
+    runner_ns = f"{unique}-run"
+    cluster.kubectl("create", "namespace", runner_ns)
+    cluster.kubectl(
+        "create", "secret", "generic", "short", "-n", runner_ns, "--from-literal=token=short-quay"
+    )
+    receivers = [{"name": "quay", "type": "quay", "secretRef": {"name": "short"}}]
+    syncs = [sync_doc("a", f"oci://{registry.host}/{unique}/a:latest", runner_ns)]
+    served = start_serve(
+        cluster, tmp_path, syncs, runner={"namespace": runner_ns, "receivers": receivers}, wait_ready=False
+    )
+    try:
+        code = served.proc.wait(60)
+    finally:
+        served.stop()
+    out = served.log.read_text()
+    assert code == 2, out
+    assert (
+        f"Secret/{runner_ns}/short (spec.receivers[0].secretRef.name): its 'token' entry is 10 bytes long; "
+        "the receiver token must be at least 16 bytes"
+    ) in out
+    assert "short-quay" not in out
