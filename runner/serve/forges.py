@@ -76,16 +76,17 @@ def authenticate(headers: Mapping[str, str], body: bytes, token: bytes) -> str |
     """
     if len(token) < MIN_TOKEN_BYTES:
         return None
-    github = headers.get("x-hub-signature-256")
-    if github is not None and proofs.prefixed_hmac(github, body, token, allowed=("sha256",)):
-        return "github"
-    gitlab = headers.get("x-gitlab-token")
-    if gitlab is not None and proofs.same(gitlab, token):
-        return "gitlab"
+    # Forgejo also sends Gitea's headers, and both send GitHub's: the most specific is the sender
     for scheme in ("forgejo", "gitea"):
         signature = headers.get(f"x-{scheme}-signature")
         if signature is not None and proofs.hmac_hex(signature, body, token, "sha256"):
             return scheme
+    gitlab = headers.get("x-gitlab-token")
+    if gitlab is not None and proofs.same(gitlab, token):
+        return "gitlab"
+    github = headers.get("x-hub-signature-256")
+    if github is not None and proofs.prefixed_hmac(github, body, token, allowed=("sha256",)):
+        return "github"
     bitbucket = headers.get("x-hub-signature")
     if bitbucket is not None and proofs.prefixed_hmac(bitbucket, body, token, allowed=_BITBUCKET_DIGESTS):
         return "bitbucket"

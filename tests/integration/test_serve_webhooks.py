@@ -249,7 +249,16 @@ def test_forge_webhooks_are_checked_as_github_s_and_pings_answered(
         pushes = [
             served.hook("a", gitlab, {**json_type, "X-Gitlab-Event": "Push Hook", "X-Gitlab-Token": TOKEN}),
             served.hook(
-                "a", gitea, {**json_type, "X-Gitea-Event": "push", "X-Gitea-Signature": hex_sha256(gitea)}
+                "a",
+                gitea,
+                # Gitea sends GitHub's event and signature headers too, for GitHub's receivers
+                {
+                    **json_type,
+                    "X-Gitea-Event": "push",
+                    "X-Gitea-Signature": hex_sha256(gitea),
+                    "X-GitHub-Event": "push",
+                    "X-Hub-Signature-256": hub_sha256(gitea),
+                },
             ),
             served.hook(
                 "a", gitea, {**json_type, "X-Forgejo-Event": "push", "X-Forgejo-Signature": hex_sha256(gitea)}

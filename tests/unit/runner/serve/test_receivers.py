@@ -122,3 +122,18 @@ def test_receivers_load_and_bad_ones_are_refused_naming_the_field() -> None:
     for wrong in ("type: gcr, secretRef: {name: x}", "type: quay"):
         with pytest.raises(UsageError, match=r"receivers\[0\]"):
             config.parse((HEAD + f"    - {{name: x, {wrong}}}\n").encode(), "lockgate.yaml")
+
+
+def test_gitea_sending_github_s_headers_too_is_named_gitea() -> None:
+    body = b'{"ref": "refs/heads/main", "after": "bffeb74224043ba2feb48d137756c8a9331c449a"}'
+    sha256 = hmac.new(TOKEN, body, hashlib.sha256).hexdigest()
+    headers = {
+        "x-gitea-signature": sha256,
+        "x-hub-signature-256": f"sha256={sha256}",
+        "x-gitea-event": "push",
+        "x-github-event": "push",
+    }
+    scheme = forges.authenticate(headers, body, TOKEN)
+    assert scheme == "gitea"
+    event = forges.classify(scheme, headers, json.loads(body))
+    assert (event.kind, event.text) == ("trigger", "webhook: Gitea push refs/heads/main@bffeb7422404")
