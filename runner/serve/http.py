@@ -172,8 +172,8 @@ async def _healthz(request: Request) -> Response:
 def hooks_app(
     endpoints: Endpoints, *, max_body_bytes: int, registries: RegistryHooks | None = None
 ) -> Starlette:
-    """The webhook listener's application: ``POST /hook/{sync}`` (and registry receivers' secret
-    paths, ``registry_hooks``) and ``GET /healthz``."""
+    """The webhook listener's application: ``POST /hook/{sync}`` (and the registry receivers'
+    secret paths, found through ``registries``) and ``GET /healthz``."""
 
     async def hook(request: Request) -> Response:
         sync = request.path_params["sync"]
@@ -261,13 +261,12 @@ def hooks_app(
             "registry webhook received",
             extra={"receiver": found.name, "reason": reason, "client": client, "syncs": ",".join(triggered)},
         )
-        message = (
-            f"passes requested ({reason})"
-            if triggered
-            else f"no sync of receiver {found.name} has url {event}; nothing triggered"
-        )
-        if suspended:
-            message += f"; suspended, not triggered: {', '.join(suspended)}"
+        if triggered or suspended:
+            message = f"passes requested ({reason})" if triggered else "nothing triggered"
+            if suspended:
+                message += f"; suspended (spec.suspend), not triggered: {', '.join(suspended)}"
+        else:
+            message = f"no sync of receiver {found.name} has url {event}; nothing triggered"
         return _received(found.name, 200, message=message, triggered=triggered)
 
     return Starlette(
