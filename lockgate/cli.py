@@ -44,6 +44,7 @@ PLANNED: dict[str, str] = {
     "sync": "Ask lockgate serve for a pass of one sync now.",
     "rollback": "Roll a sync back to an earlier digest, verified again.",
     "delete": "Delete a sync: its objects by its deletionPolicy, then its inventory.",
+    "receivers": "Print each registry receiver's secret hook path.",
 }
 
 #: where each landed command lives; tests/unit/test_cli.py checks these match the entry points
@@ -67,6 +68,7 @@ COMMANDS: dict[str, str] = {
     "sync": "runner.commands.history:sync",
     "rollback": "runner.commands.history:rollback_",
     "delete": "runner.cli:delete",
+    "receivers": "runner.commands.receivers:receivers_",
 }
 
 

@@ -610,6 +610,46 @@ class WebhookSettings:
 
 
 @dataclass(frozen=True)
+class ReceiverResource:
+    """A sync a receiver may trigger (Flux's Receiver resources[])."""
+
+    kind: Literal["Sync"] = attr("kind", "Sync.", default="Sync")
+    name: str = attr("name", "The sync's name, or * for every sync.", required=True)
+
+
+@dataclass(frozen=True)
+class Receiver:
+    """A registry webhook on a secret path derived from its token (as Flux's Receiver):
+    /hook/ + hex(sha256(token + name + runner namespace)); `lockgate receivers` prints it."""
+
+    name: str = attr(
+        "name",
+        "The receiver's name (a DNS label); part of its hook path.",
+        required=True,
+        pattern=NAME_PATTERN,
+    )
+    type: Literal["dockerhub", "quay", "harbor", "nexus"] = attr(
+        "type",
+        "The registry that sends it, which decides the payload read and the proof checked besides the "
+        "path: harbor also the Authorization header (= the token), nexus X-Nexus-Webhook-Signature.",
+        required=True,
+    )
+    secret_ref: str | None = attr(
+        "secretRef",
+        "A Secret in the runner namespace whose 'token' entry (at least 16 bytes) the hook path is "
+        "derived from.",
+        required=True,
+        reference=True,
+    )
+    resources: tuple[ReceiverResource, ...] = attr(
+        "resources",
+        "The syncs it may trigger (default: every sync); of them, only those whose url is the pushed "
+        "repository are triggered, whatever the tag.",
+        factory=tuple,
+    )
+
+
+@dataclass(frozen=True)
 class StatusPageSettings:
     """The read-only status page (docs/status-page.md); off unless address is set."""
 
@@ -649,6 +689,11 @@ class RunnerSettings:
         pattern=ADDRESS,
     )
     webhook: WebhookSettings = attr("webhook", "The webhook receiver.", factory=WebhookSettings)
+    receivers: tuple[Receiver, ...] = attr(
+        "receivers",
+        "Registry webhooks (Docker Hub, Quay, Harbor, Nexus), each on its own secret hook path.",
+        factory=tuple,
+    )
     status_page: StatusPageSettings = attr(
         "statusPage", "The read-only status page.", factory=StatusPageSettings
     )
