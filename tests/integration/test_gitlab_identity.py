@@ -8,13 +8,15 @@ Fulcio is for gitlab.com, here for the self-hosted ``https://gitlab.example.com`
 1.3.6.1.4.1.57264.1.11-.22) carry the project, ref, commit and pipeline source. Two projects,
 ``group/app`` and ``mallory/app``, sign; the pins (``sourceRepositoryURI``,
 ``sourceRepositoryRef``, ``buildTrigger``...) tell them apart on every verify surface:
-``lockgate verify``, reconcile flags, a Sync's ``verify`` and ``verify.attestations[]``.
+``lockgate verify``, reconcile flags, a Sync's ``verify`` and ``verify.attestations[]``;
+cosign verifies the same signature as the pipeline's identity.
 """
 
 from __future__ import annotations
 
 import base64
 import json
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -28,8 +30,9 @@ from lockgate.signing.policy import CertificateFacts, KeylessPolicy, Match
 from tests.integration.reconcile_support import cli, configmap, dump, get, push_tree
 from tests.integration.signing_support import client_for, digest_of, push_artifact
 from tests.integration.test_promotion import World
-from tests.integration.test_signing_keyless_e2e import lockgate
+from tests.integration.test_signing_keyless_e2e import clean_env, lockgate
 from tests.world import ci_tokens
+from tests.world.binaries import binary
 from tests.world.kube import Cluster
 from tests.world.registry import Registry
 from tests.world.sigstore import SigstoreStack
@@ -87,6 +90,30 @@ def test_the_certificate_names_the_pipeline_file_and_carries_the_project_ref_and
         runner_environment="gitlab-hosted",
     )
     assert facts.github == GitHubClaims()  # no GitHub claim is read from a GitLab certificate
+
+
+def test_cosign_verifies_the_gitlab_signature_as_the_pipeline_identity(
+    sigstore_stack: SigstoreStack, registry: Registry, unique: str, tmp_path: Path
+) -> None:
+    ref = push_artifact(registry, unique)
+    sign_as(sigstore_stack, ref, "group/app")
+
+    def cosign(identity: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [
+                str(binary("cosign")), "verify",
+                "--trusted-root", str(sigstore_stack.trusted_root),
+                "--certificate-identity", identity,
+                "--certificate-oidc-issuer", sigstore_stack.gitlab.url,
+                "--allow-http-registry", ref.removeprefix("oci://"),
+            ],
+            env=clean_env() | {"TUF_ROOT": str(tmp_path / "tuf"), "HOME": str(tmp_path)},
+            capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=300,
+        )  # fmt: skip
+
+    verified = cosign(IDENTITY)
+    assert verified.returncode == 0, verified.stderr
+    assert cosign(f"{GITLAB}/mallory/app//.gitlab-ci.yml@refs/heads/main").returncode != 0
 
 
 def test_each_pin_is_matched_and_refused_and_github_pins_never_match(
