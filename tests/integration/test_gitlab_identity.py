@@ -17,6 +17,7 @@ from __future__ import annotations
 import base64
 import json
 import subprocess
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -277,3 +278,28 @@ def test_a_sync_pinned_to_a_gitlab_project_reconciles_and_gates_on_its_attestati
     approved = world.run(gated)
     assert approved.error is None, approved.error
     assert world.applied("production") == "1.1.0"
+
+
+def test_the_same_pins_apply_to_a_github_actions_signature(
+    sigstore_stack: SigstoreStack, registry: Registry, unique: str
+) -> None:
+    """Fulcio writes the source and build extensions for every CI: a GitHub run's too."""
+    ref = push_artifact(registry, unique)
+    claims = ci_tokens.github_actions("my-org/app", ref="refs/heads/main", event_name="push")
+    token = sigstore_stack.github_token(claims)
+    sign.sign_keyless(ref, token=token, trust_config=sigstore_stack.trust_config)
+    github = KeylessPolicy(
+        identity=Match("https://github.com/my-org/app/.github/workflows/release.yml@refs/heads/main"),
+        issuer=Match(sigstore_stack.github.url),
+        build=BuildClaims(
+            source_repository_uri="https://github.com/my-org/app",
+            source_repository_ref="refs/heads/main",
+            source_repository_digest=claims["sha"],
+            build_trigger="push",
+        ),
+        trusted_root=sigstore_stack.trusted_root,
+    )
+    assert verify.verify(ref, github).digest == digest_of(ref)
+    with pytest.raises(VerificationError) as refused:
+        verify.verify(ref, replace(github, build=replace(github.build, build_trigger="workflow_dispatch")))
+    assert "buildTrigger: expected 'workflow_dispatch', found 'push'" in refused.value.message
