@@ -24,7 +24,8 @@ from lockgate.artifact import limits
 from lockgate.errors import Abandoned, LockgateError, UsageError
 from lockgate.output import output_option
 from lockgate.redact import scrub
-from lockgate.signing import github
+from lockgate.signing import buildclaims, github
+from lockgate.signing.buildclaims import BuildClaims
 from lockgate.signing.github import GitHubClaims
 from lockgate.signing.options import VerifyOptions
 from runner.pipeline import config, deletion, report
@@ -65,6 +66,12 @@ _CONTEXT = click.option("--context", help="The kubeconfig context to use (defaul
 @click.option("--verify-github-workflow-trigger", help=github.describe("workflow_trigger"))
 @click.option("--verify-github-workflow-sha", help=github.describe("workflow_sha"))
 @click.option("--verify-github-workflow-name", help=github.describe("workflow_name"))
+@click.option("--verify-source-repository-uri", help=buildclaims.describe("source_repository_uri"))
+@click.option("--verify-source-repository-ref", help=buildclaims.describe("source_repository_ref"))
+@click.option("--verify-source-repository-digest", help=buildclaims.describe("source_repository_digest"))
+@click.option("--verify-build-trigger", help=buildclaims.describe("build_trigger"))
+@click.option("--verify-build-config-uri", help=buildclaims.describe("build_config_uri"))
+@click.option("--verify-runner-environment", help=buildclaims.describe("runner_environment"))
 @click.option("--verify-trusted-root", type=click.Path(path_type=Path), help="Sigstore trusted_root.json.")
 @click.option("--insecure-skip-verify", is_flag=True, help="Apply without verifying a signature (unsafe).")
 @click.option(
@@ -115,6 +122,12 @@ def reconcile(
     verify_github_workflow_trigger: str | None,
     verify_github_workflow_sha: str | None,
     verify_github_workflow_name: str | None,
+    verify_source_repository_uri: str | None,
+    verify_source_repository_ref: str | None,
+    verify_source_repository_digest: str | None,
+    verify_build_trigger: str | None,
+    verify_build_config_uri: str | None,
+    verify_runner_environment: str | None,
     verify_trusted_root: Path | None,
     insecure_skip_verify: bool,
     dry_run: bool,
@@ -151,6 +164,14 @@ def reconcile(
                 workflow_trigger=verify_github_workflow_trigger,
                 workflow_sha=verify_github_workflow_sha,
                 workflow_name=verify_github_workflow_name,
+            ),
+            build=BuildClaims(
+                source_repository_uri=verify_source_repository_uri,
+                source_repository_ref=verify_source_repository_ref,
+                source_repository_digest=verify_source_repository_digest,
+                build_trigger=verify_build_trigger,
+                build_config_uri=verify_build_config_uri,
+                runner_environment=verify_runner_environment,
             ),
             trusted_root=verify_trusted_root,
             insecure_skip=insecure_skip_verify,

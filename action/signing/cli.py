@@ -14,6 +14,7 @@ from typing import Any, TypeVar
 import click
 
 from action import cliopts
+from lockgate.signing import buildclaims
 from lockgate.signing.options import VerifyOptions
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -219,6 +220,12 @@ def keyless_policy_options(func: F) -> F:
                 "github_workflow_name",
                 help="Expected workflow name (its name:).",
             ),
+            *(
+                click.option(
+                    f"--certificate-{claim.flag}", claim.attribute, help=buildclaims.describe(claim.attribute)
+                )
+                for claim in buildclaims.CLAIMS
+            ),
             click.option(
                 "--trusted-root",
                 type=click.Path(path_type=Path, exists=True, dir_okay=False),
@@ -235,6 +242,7 @@ def keyless_policy_options(func: F) -> F:
 
 def keyless_verify_options(key_path: Path | None, flags: dict[str, Any]) -> VerifyOptions:
     """``VerifyOptions`` from ``--key`` and the flags ``keyless_policy_options`` added."""
+    from lockgate.signing.buildclaims import BuildClaims
     from lockgate.signing.github import GitHubClaims
 
     return VerifyOptions(
@@ -250,6 +258,7 @@ def keyless_verify_options(key_path: Path | None, flags: dict[str, Any]) -> Veri
             workflow_sha=flags["github_workflow_sha"],
             workflow_name=flags["github_workflow_name"],
         ),
+        build=BuildClaims(**{claim.attribute: flags[claim.attribute] for claim in buildclaims.CLAIMS}),
         trusted_root=flags["trusted_root"],
         offline=flags["offline"],
     )

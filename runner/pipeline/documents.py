@@ -15,7 +15,7 @@ from typing import Any, ClassVar, Literal
 
 from lockgate.artifact.limits import Limits
 from lockgate.model import attr
-from lockgate.signing import github
+from lockgate.signing import buildclaims, github
 from runner.plan import prune_plan
 
 API_VERSION = "lockgate.dev/v1alpha1"
@@ -30,6 +30,13 @@ def _github(attribute: str) -> Any:
     ``verify`` and ``verify.attestations[]``."""
     claim = next(c for c in github.CLAIMS if c.attribute == attribute)
     return attr(claim.field, github.describe(attribute))
+
+
+def _build(attribute: str) -> Any:
+    """A keyless policy's source/build extension field (``sourceRepositoryURI``...), declared
+    once for ``verify`` and ``verify.attestations[]``."""
+    claim = next(c for c in buildclaims.CLAIMS if c.attribute == attribute)
+    return attr(claim.field, buildclaims.describe(attribute))
 
 
 @dataclass(frozen=True)
@@ -109,6 +116,12 @@ class AttestationRequirement:
     github_workflow_trigger: str | None = _github("workflow_trigger")
     github_workflow_sha: str | None = _github("workflow_sha")
     github_workflow_name: str | None = _github("workflow_name")
+    source_repository_uri: str | None = _build("source_repository_uri")
+    source_repository_ref: str | None = _build("source_repository_ref")
+    source_repository_digest: str | None = _build("source_repository_digest")
+    build_trigger: str | None = _build("build_trigger")
+    build_config_uri: str | None = _build("build_config_uri")
+    runner_environment: str | None = _build("runner_environment")
     min_age: float = attr(
         "minAge",
         "A soak time: the digest must have been healthy there at least this long (e.g. 1h).",
@@ -135,6 +148,12 @@ class Verify:
     github_workflow_trigger: str | None = _github("workflow_trigger")
     github_workflow_sha: str | None = _github("workflow_sha")
     github_workflow_name: str | None = _github("workflow_name")
+    source_repository_uri: str | None = _build("source_repository_uri")
+    source_repository_ref: str | None = _build("source_repository_ref")
+    source_repository_digest: str | None = _build("source_repository_digest")
+    build_trigger: str | None = _build("build_trigger")
+    build_config_uri: str | None = _build("build_config_uri")
+    runner_environment: str | None = _build("runner_environment")
     trusted_root: str | None = attr(
         "trustedRoot", "Keyless: a trusted_root.json for a private Sigstore (default: the public one)."
     )

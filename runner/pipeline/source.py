@@ -24,7 +24,7 @@ from lockgate.artifact.limits import Limits
 from lockgate.artifact.manifest import NotFluxArtifact
 from lockgate.errors import RenderError, ResolveError, UsageError, VerificationError
 from lockgate.manifests import K8sObject
-from lockgate.signing import github
+from lockgate.signing import buildclaims, github
 from lockgate.signing.options import Spelling, field_spelling
 from runner.pipeline import overlays
 from runner.pipeline.secretrefs import SecretReader
@@ -48,6 +48,7 @@ FLAGS = Spelling(
     issuer_regexp="--verify-issuer-regexp",
     insecure_skip="--insecure-skip-verify",
     github=github.names("flag", "--verify-"),
+    build=buildclaims.names("flag", "--verify-"),
 )
 #: a Sync document's ``spec.verify``
 FIELDS = field_spelling("spec.verify.")

@@ -16,7 +16,8 @@ from typing import TYPE_CHECKING
 from lockgate import located, registry, semver
 from lockgate.artifact.limits import Limits
 from lockgate.errors import LockgateError, UsageError
-from lockgate.signing import github
+from lockgate.signing import buildclaims, github
+from lockgate.signing.buildclaims import BuildClaims
 from lockgate.signing.github import GitHubClaims
 from lockgate.signing.options import VerifyOptions, build_policy, field_spelling, policy_warnings
 from runner.pipeline import attesting, decrypt, notifications, overlays, source, substitute
@@ -74,6 +75,7 @@ def _policy(sync: SyncEntry, messages: list[str]) -> Policy | None:
         issuer=verify.issuer,
         issuer_regexp=verify.issuer_regexp,
         github=_pins(verify),
+        build=_build_pins(verify),
         trusted_root=Path(verify.trusted_root) if verify.trusted_root else None,
         insecure_skip=verify.insecure_skip,
     )
@@ -248,6 +250,11 @@ def _pins(fields: Verify | AttestationRequirement) -> GitHubClaims:
     return GitHubClaims(**{c.attribute: getattr(fields, f"github_{c.attribute}") for c in github.CLAIMS})
 
 
+def _build_pins(fields: Verify | AttestationRequirement) -> BuildClaims:
+    """The source/build extension fields (``sourceRepositoryURI``...) as the policy's pins."""
+    return BuildClaims(**{c.attribute: getattr(fields, c.attribute) for c in buildclaims.CLAIMS})
+
+
 def _attestations(
     sync: SyncEntry, own_cluster: str, messages: list[str]
 ) -> tuple[tuple[source.AttestationSpec, ...], tuple[str, ...]]:
@@ -269,6 +276,7 @@ def _attestations(
             issuer=item.issuer,
             issuer_regexp=item.issuer_regexp,
             github=_pins(item),
+            build=_build_pins(item),
             trusted_root=Path(spec.verify.trusted_root) if spec.verify.trusted_root else None,
         )
         if [item.key is not None, item.secret_ref is not None, keyless.keyless].count(True) != 1:
