@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from lockgate.registry.client import FetchedManifest, RegistryClient
     from lockgate.registry.credentials import Credentials
     from lockgate.registry.oci import Descriptor, ImageIndex, ImageManifest, Referrers, sha256_digest
-    from lockgate.registry.reference import Reference, parse
+    from lockgate.registry.reference import Reference, parse, repository_name
     from lockgate.registry.transport import RetryPolicy, Transport
 
 _WHERE = {
@@ -32,6 +32,7 @@ _WHERE = {
     "sha256_digest": "oci",
     "Reference": "reference",
     "parse": "reference",
+    "repository_name": "reference",
     "RetryPolicy": "transport",
     "Transport": "transport",
 }
@@ -48,6 +49,7 @@ __all__ = [
     "RetryPolicy",
     "Transport",
     "parse",
+    "repository_name",
     "sha256_digest",
 ]
 
