@@ -262,3 +262,28 @@ def test_a_tampered_layout_blob_is_refused_naming_the_file(
         run_copy(f"oci-layout://{directory}:1.0.0", f"oci-layout://{tmp_path / 'onward'}")
     onward = copying.destination_client(parse(f"oci-layout://{tmp_path / 'onward'}"))
     assert onward.head_manifest("", "1.0.0") is None
+
+
+def test_oras_reads_our_layout_and_we_verify_what_oras_copies(
+    registry: Registry, unique: str, tmp_path: Path
+) -> None:
+    """Interop with ``oras``: it fetches from a layout ``lockgate copy`` wrote; ``oras copy -r``
+    into a layout carries the signature and the attestation, and lockgate verifies them there."""
+    from tests.integration.test_artifacts_oras import oras
+
+    signed = signed_artifact(registry, unique, tmp_path)
+    ours = tmp_path / "ours"
+    run_copy(registry.oci(unique, ":1.0.0"), f"oci-layout://{ours}")
+    fetched = oras("manifest", "fetch", "--oci-layout", f"{ours}:1.0.0")
+    assert layout.sha256_digest(fetched) == signed.digest
+
+    theirs = tmp_path / "theirs"
+    source_repo = f"{registry.host}/{unique}"
+    oras("copy", "-r", "--from-plain-http", f"{source_repo}:1.0.0", "--to-oci-layout", f"{theirs}:1.0.0")
+    sig = layout.signature_tag(signed.digest)
+    oras("copy", "--from-plain-http", f"{source_repo}:{sig}", "--to-oci-layout", f"{theirs}:{sig}")
+    from_oras = f"oci-layout://{theirs}:1.0.0"
+    verified = verify.verify(from_oras, signed.policy, signed_repository=signed.repository)
+    assert verified.digest == signed.digest
+    found = attest.verify_attestation(from_oras, signed.attestation_policy, attest.HEALTHY)
+    assert [a.predicate["cluster"] for a in found] == ["staging"]
