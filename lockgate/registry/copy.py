@@ -166,16 +166,13 @@ def copy(
         raise UsageError(f"DST {destination_ref}: one tag cannot name the {len(chosen)} artifacts selected")
     result = CopyResult(str(source_ref), str(destination_ref))
     walk = _Walk(source, source_ref.repository, destination, destination_ref.repository, result, options)
-    try:
-        for tag, digest in chosen:
-            walk.tree(digest)
-            cosign_tags, referrers = walk.attached(digest, depth=1)
-            target_tag = destination_ref.tag or tag
-            if target_tag:
-                walk.tag(target_tag, digest)
-            result.artifacts.append(CopiedArtifact(digest, target_tag, cosign_tags, referrers))
-    finally:
-        walk.task.finish()
+    for tag, digest in chosen:
+        walk.tree(digest)
+        cosign_tags, referrers = walk.attached(digest, depth=1)
+        target_tag = destination_ref.tag or tag
+        if target_tag:
+            walk.tag(target_tag, digest)
+        result.artifacts.append(CopiedArtifact(digest, target_tag, cosign_tags, referrers))
     return result
 
 
@@ -195,7 +192,6 @@ class _Walk:
         self.dst, self.drepo = destination, destination_repo
         self.result, self.options = result, options
         self.done: set[str] = set()
-        self.task = progress.current().task("copying")
 
     def _step(self, step: Step) -> None:
         self.result.count(step)
@@ -243,8 +239,13 @@ class _Walk:
                         f"its descriptor says {blob.size}"
                     )
                 spool.seek(0)
-                self.dst.upload_blob(self.drepo, spool, digest=blob.digest, size=size)
-            self.task.advance(size)
+                # one progress line per blob, moving while it is sent (a retry rewinds it)
+                task = progress.current().task(f"copying {blob.digest[:19]}", total=size)
+                try:
+                    sending = progress.Reading.of(spool, task)
+                    self.dst.upload_blob(self.drepo, sending, digest=blob.digest, size=size)
+                finally:
+                    task.finish()
             self._step(Step("blob", blob.digest, size))
         self.done.add(blob.digest)
 

@@ -27,6 +27,7 @@ from runner.pipeline import source
 from tests.integration.copy_support import layout_problems, lockgate, signed_artifact
 from tests.integration.signing_support import client_for
 from tests.integration.test_signing_cosign import cosign_verify
+from tests.world.kube import Cluster
 from tests.world.registry import Registry, start_registry
 
 pytestmark = [
@@ -287,3 +288,54 @@ def test_oras_reads_our_layout_and_we_verify_what_oras_copies(
     assert verified.digest == signed.digest
     found = attest.verify_attestation(from_oras, signed.attestation_policy, attest.HEALTHY)
     assert [a.predicate["cluster"] for a in found] == ["staging"]
+
+
+def test_reconcile_applies_from_a_layout_verified_as_at_the_source(
+    cluster: Cluster, registry: Registry, unique: str, tmp_path: Path
+) -> None:
+    """``lockgate reconcile oci-layout://DIR:TAG``: the key signature copied with the artifact is
+    accepted (naming the repository it was made for), the objects applied; a layout whose
+    signature no key of the policy made is refused and nothing is applied."""
+    from lockgate.signing import keys, sign
+    from tests.integration.copy_support import new_key
+    from tests.integration.reconcile_support import cli, configmap, dump, get, namespace, push_tree
+
+    files = {"a.yaml": dump(namespace(unique), configmap("gap", unique, {"k": "v"}))}
+    url = push_tree(registry, unique, files, "1.0.0")
+    key = new_key()
+    sign.sign_with_key(url, key)
+    public = tmp_path / "cosign.pub"
+    public.write_bytes(keys.public_key_pem(key.public_key()))
+    directory = tmp_path / "layout"
+    run_copy(registry.oci(unique, ":1.0.0"), f"oci-layout://{directory}")
+    source_repo = f"{registry.host}/{unique}"
+
+    pass_args = (f"oci-layout://{directory}:1.0.0", "--name", unique, "-n", f"{unique}-r")
+    refused = cli(cluster, *pass_args, "--verify-key", str(public))
+    assert refused.code == ExitCode.VERIFICATION, refused.err
+    assert "--signed-repository" in refused.err and get(cluster, "configmap", "gap", unique) is None
+
+    mirror_args = ("--verify-key", str(public), "--verify-signed-repository", source_repo, "-o", "json")
+    run = cli(cluster, *pass_args, *mirror_args)
+    assert run.code == 0, run.err
+    assert run.json()["url"] == f"oci-layout://{directory}@{url.rsplit('@', 1)[1]}"
+    assert get(cluster, "configmap", "gap", unique)["data"] == {"k": "v"}  # type: ignore[index]
+
+
+def test_a_copy_shows_progress_on_a_terminal_only(registry: Registry, unique: str, tmp_path: Path) -> None:
+    import io
+
+    from lockgate import progress
+
+    class Terminal(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    signed_artifact(registry, unique, tmp_path, attested=False)
+    shown, piped = Terminal(), io.StringIO()
+    with progress.shown(stream=shown, interval=0):
+        run_copy(registry.oci(unique, ":1.0.0"), f"oci-layout://{tmp_path / 'a'}")
+    with progress.shown(stream=piped, interval=0):
+        run_copy(registry.oci(unique, ":1.0.0"), f"oci-layout://{tmp_path / 'b'}")
+    assert "copying sha256:" in shown.getvalue() and "(100%)" in shown.getvalue()
+    assert piped.getvalue() == ""
