@@ -141,10 +141,11 @@ class LayoutStore(RegistryClient):
             kept: list[Any] = []
             tag = None if DIGEST_PATTERN.match(ref) else ref
             for item in index["manifests"]:
-                names = (item.get("annotations") or {}).get(REF_NAME) if isinstance(item, dict) else None
-                if tag is not None and names == tag:
-                    continue  # the tag moves
-                if tag is None and isinstance(item, dict) and item.get("digest") == entry.digest:
+                named = (item.get("annotations") or {}).get(REF_NAME) if isinstance(item, dict) else None
+                same = isinstance(item, dict) and item.get("digest") == entry.digest
+                if tag is not None and (named == tag or (same and not named)):
+                    continue  # the tag moves; an untagged entry of the digest becomes the tagged one
+                if tag is None and same:
                     return  # already listed
                 kept.append(item)
             value = entry.to_json()

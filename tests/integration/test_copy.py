@@ -230,6 +230,14 @@ def test_an_interrupted_copy_references_nothing_missing_and_a_rerun_completes(
     attest.verify_attestation(dst.with_digest(signed.digest), signed.attestation_policy, attest.HEALTHY)
     if kind == "layout":
         assert layout_problems(tmp_path / "cut") == []
+        # a blob lost from a complete layout is put back by the next copy, not skipped
+        manifest = json.loads(client.get_manifest("", signed.digest).content)
+        lost = tmp_path / "cut" / "blobs" / "sha256" / manifest["layers"][0]["digest"].split(":", 1)[1]
+        lost.unlink()
+        assert set(layout_problems(tmp_path / "cut")) == {manifest["layers"][0]["digest"]}
+        repaired = run_copy(registry.oci(unique, ":1.0.0"), target)
+        assert repaired.copied("blob") == 1 and repaired.copied("manifest") == 0
+        assert layout_problems(tmp_path / "cut") == []
 
 
 def test_a_tampered_layout_blob_is_refused_naming_the_file(
