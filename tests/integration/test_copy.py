@@ -347,3 +347,20 @@ def test_a_copy_shows_progress_on_a_terminal_only(registry: Registry, unique: st
         run_copy(registry.oci(unique, ":1.0.0"), f"oci-layout://{tmp_path / 'b'}")
     assert "copying sha256:" in shown.getvalue() and "(100%)" in shown.getvalue()
     assert piped.getvalue() == ""
+
+
+def test_cli_copy_into_a_registry_that_needs_credentials(
+    registry: Registry, auth_registry: Registry, unique: str, tmp_path: Path
+) -> None:
+    signed_artifact(registry, unique, tmp_path, attested=False)
+    assert auth_registry.username and auth_registry.password
+    good = f"{auth_registry.username}:{auth_registry.password}"
+    target = auth_registry.oci(unique)
+    wrong = f"{auth_registry.username}:nope"
+    refused = lockgate("copy", registry.oci(unique, ":1.0.0"), target, "--to-creds", wrong, cwd=tmp_path)
+    assert refused.returncode == ExitCode.AUTH, refused.stderr
+    assert "nope" not in refused.stderr + refused.stdout
+    done = lockgate("copy", registry.oci(unique, ":1.0.0"), target, "--to-creds", good, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert auth_registry.password not in done.stderr + done.stdout
+    assert "copied 1.0.0 sha256:" in done.stdout and "with 1 cosign tag(s)" in done.stdout
