@@ -4,7 +4,8 @@ As ``cosign copy`` and ``oras copy -r`` do, one artifact travels with its cosign
 in both layouts (the legacy ``sha256-<hex>.sig`` tag, with ``.att`` and ``.sbom``, and the
 OCI 1.1 referrers: Sigstore bundles, lockgate's health attestations), referrers of
 referrers, and the tag-schema fallback index ``sha256-<hex>`` where the destination has
-no referrers API. The source and the destination are either a registry or an OCI image
+no referrers API; for an index, what is attached to each manifest it lists too (as ``cosign
+copy`` walks an index). The source and the destination are either a registry or an OCI image
 layout directory (``layout_dir``): both are ``RegistryClient``s, so one walk serves all four
 directions. Documents travel as their exact bytes, so every digest, and therefore every
 signature over one, is the same on the mirror.
@@ -168,7 +169,7 @@ def copy(
     walk = _Walk(source, source_ref.repository, destination, destination_ref.repository, result, options)
     for tag, digest in chosen:
         walk.tree(digest)
-        cosign_tags, referrers = walk.attached(digest, depth=1)
+        cosign_tags, referrers = walk.attached_tree(digest)
         target_tag = destination_ref.tag or tag
         if target_tag:
             walk.tag(target_tag, digest)
@@ -192,6 +193,8 @@ class _Walk:
         self.dst, self.drepo = destination, destination_repo
         self.result, self.options = result, options
         self.done: set[str] = set()
+        #: the manifests each copied index lists
+        self.children: dict[str, list[str]] = {}
 
     def _step(self, step: Step) -> None:
         self.result.count(step)
@@ -208,7 +211,9 @@ class _Walk:
             raise ResolveError(f"manifest {digest} of {self.src.host} is not a JSON object")
         media_type = fetched.media_type or str(value.get("mediaType") or oci.OCI_MANIFEST)
         if media_type in _INDEX_TYPES:
-            for child in ImageIndex.from_bytes(fetched.content, where=digest).manifests:
+            children = ImageIndex.from_bytes(fetched.content, where=digest).manifests
+            self.children[digest] = [child.digest for child in children]
+            for child in children:
                 self.tree(child.digest)
         else:
             for blob in _blobs(value, digest):
@@ -256,6 +261,15 @@ class _Walk:
         fetched = self.src.get_manifest(self.srepo, digest)
         self.dst.put_manifest(self.drepo, tag, fetched.content, fetched.media_type or oci.OCI_MANIFEST)
         self._step(Step("tag", digest, tag=tag))
+
+    def attached_tree(self, digest: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
+        """``attached`` for ``digest`` and, as ``cosign copy`` does, for each manifest an index
+        lists (a platform image signed on its own)."""
+        cosign_tags, referrers = self.attached(digest, depth=1)
+        for child in dict.fromkeys(self.children.get(digest, [])):
+            more_tags, more_referrers = self.attached_tree(child)
+            cosign_tags, referrers = cosign_tags + more_tags, referrers + more_referrers
+        return cosign_tags, referrers
 
     def attached(self, digest: str, *, depth: int) -> tuple[tuple[str, ...], tuple[str, ...]]:
         """Copy cosign's tags and the referrers of ``digest`` (and theirs, ``MAX_DEPTH`` deep),

@@ -23,6 +23,7 @@ from lockgate.registry.client import RegistryClient
 from lockgate.registry.oci import is_artifact_tag
 from lockgate.registry.reference import parse
 from lockgate.signing import attest, layout, verify
+from lockgate.signing.policy import KeyPolicy
 from runner.pipeline import source
 from tests.integration.copy_support import layout_problems, lockgate, signed_artifact
 from tests.integration.signing_support import client_for
@@ -364,3 +365,27 @@ def test_cli_copy_into_a_registry_that_needs_credentials(
     assert done.returncode == 0, done.stderr
     assert auth_registry.password not in done.stderr + done.stdout
     assert "copied 1.0.0 sha256:" in done.stdout and "with 1 cosign tag(s)" in done.stdout
+
+
+def test_an_index_is_copied_with_what_is_attached_to_each_manifest_it_lists(
+    registry: Registry, mirror: Registry, unique: str, tmp_path: Path
+) -> None:
+    """As ``cosign copy`` does: a platform manifest signed on its own keeps its signature."""
+    from lockgate.registry.oci import OCI_INDEX, Descriptor, ImageIndex
+    from lockgate.signing import sign
+    from tests.integration.copy_support import new_key
+    from tests.integration.signing_support import push_artifact
+
+    children = [push_artifact(registry, unique, f"arch: {a}\n".encode(), tag=a) for a in ("amd64", "arm64")]
+    fetched = [client_for(registry, unique).get_manifest(unique, url.rsplit("@", 1)[1]) for url in children]
+    index = ImageIndex(tuple(Descriptor(f.media_type, f.digest, len(f.content)) for f in fetched)).to_bytes()
+    client_for(registry, unique).put_manifest(unique, "multi", index, OCI_INDEX)
+    key = new_key()
+    sign.sign_with_key(children[1], key)
+
+    done = run_copy(registry.oci(unique, ":multi"), mirror.oci(f"multi/{unique}"))
+    assert done.artifacts[0].cosign_tags == (layout.signature_tag(fetched[1].digest),)
+    child = mirror.oci(f"multi/{unique}", f"@{fetched[1].digest}")
+    upstream = f"{registry.host}/{unique}"
+    verified = verify.verify(child, KeyPolicy(key.public_key()), signed_repository=upstream)
+    assert verified.digest == fetched[1].digest
