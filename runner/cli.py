@@ -75,6 +75,11 @@ _CONTEXT = click.option("--context", help="The kubeconfig context to use (defaul
 @click.option("--verify-trusted-root", type=click.Path(path_type=Path), help="Sigstore trusted_root.json.")
 @click.option("--insecure-skip-verify", is_flag=True, help="Apply without verifying a signature (unsafe).")
 @click.option(
+    "--verify-signed-repository",
+    metavar="REGISTRY/REPO",
+    help="Key signatures name this repository (URL is a mirror or oci-layout:// copy of it).",
+)
+@click.option(
     "--dry-run", is_flag=True, help="Show what would be created, changed and pruned; change nothing."
 )
 @click.option("--allow-mass-prune", is_flag=True, help="Allow pruning every object or more than the share.")
@@ -130,6 +135,7 @@ def reconcile(
     verify_runner_environment: str | None,
     verify_trusted_root: Path | None,
     insecure_skip_verify: bool,
+    verify_signed_repository: str | None,
     dry_run: bool,
     allow_mass_prune: bool,
     max_prune_share: float,
@@ -195,6 +201,7 @@ def reconcile(
             decryption_secret=decryption_secret,
             limits=limits.Limits(max_total_bytes=max_size, max_files=max_files, max_ratio=max_ratio),
             allow_remote_bases=allow_remote_bases,
+            signed_repository=verify_signed_repository,
         )
         syncs, cluster = [sync], ""
     for warning in (w for sync in syncs for w in sync.source.warnings):

@@ -275,6 +275,11 @@ def keyless_verify_options(key_path: Path | None, flags: dict[str, Any]) -> Veri
     help="Check the attestations of this predicate type (a URI), signed with --key or by the keyless "
     "identity, instead of the signature (as cosign verify-attestation --type).",
 )
+@click.option(
+    "--signed-repository",
+    metavar="REGISTRY/REPO",
+    help="Key signatures name this repository (REFERENCE is a mirror or oci-layout:// copy of it).",
+)
 @cliopts.registry_options
 @cliopts.output_option
 def verify(
@@ -284,6 +289,7 @@ def verify(
     creds: str | None,
     insecure: bool,
     output: str,
+    signed_repository: str | None,
     **keyless: Any,
 ) -> None:
     """Verify an artifact's signature (or, with --attestation, its attestations); prints the
@@ -306,7 +312,9 @@ def verify(
             ]
         _emit(output, {"reference": reference, "attestations": [a.to_json() for a in found]}, text)
         return
-    result = commands.verify(reference, options, creds=creds, insecure=insecure)
+    result = commands.verify(
+        reference, options, creds=creds, insecure=insecure, signed_repository=signed_repository
+    )
     signer = result.signer + (f" (issuer {result.issuer})" if result.issuer else "")
     _emit(
         output,

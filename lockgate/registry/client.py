@@ -63,7 +63,14 @@ class RegistryClient:
     ) -> RegistryClient:
         """A client for ``ref.host``; plain http when ``insecure`` or when the host is loopback.
 
-        ``cache``: for a long-lived client, what to remember between calls (one per credentials)."""
+        ``cache``: for a long-lived client, what to remember between calls (one per credentials).
+        An ``oci-layout://`` reference gets the layout directory's store (``layout_dir``)."""
+        if ref.layout is not None:
+            from pathlib import Path
+
+            from lockgate.registry import layout_dir
+
+            return layout_dir.LayoutStore.open(Path(ref.layout))
         found = creds_mod.find(ref.host, explicit=credentials)
         transport = Transport(ref.host, credentials=found, insecure=insecure or ref.is_loopback, retry=retry)
         return cls(transport, cache=cache)

@@ -104,6 +104,7 @@ def sync_options(
     decryption_secret: str | None = None,
     limits: Limits | None = None,
     allow_remote_bases: bool = False,
+    signed_repository: str | None = None,
 ) -> SyncOptions:
     if not 0 < max_prune_share <= 1:
         raise UsageError(f"--max-prune-share {max_prune_share}: expected a share in (0, 1]")
@@ -122,6 +123,9 @@ def sync_options(
             warnings=policy_warnings(policy, spelling),
             limits=limits or Limits(),
             allow_remote_bases=allow_remote_bases,
+            signed_repository=None
+            if signed_repository is None
+            else registry.repository_name(signed_repository, "--verify-signed-repository"),
         ),
         namespace=namespace,
         target_namespace=target_namespace,

@@ -158,6 +158,11 @@ class Verify:
         "trustedRoot", "Keyless: a trusted_root.json for a private Sigstore (default: the public one)."
     )
     insecure_skip: bool = attr("insecureSkip", "Apply unsigned artifacts (not recommended).", default=False)
+    signed_repository: str | None = attr(
+        "signedRepository",
+        "Key signatures: the repository they name (REGISTRY/REPO) when url is a mirror or an "
+        "oci-layout:// copy (`lockgate copy`) of it; default: the url's own repository.",
+    )
     secret_ref: str | None = attr(
         "secretRef",
         "A Secret whose every *.pub entry is a cosign public key; any one of them verifying suffices "
@@ -429,9 +434,10 @@ class SyncSpec:
 
     url: str = attr(
         "url",
-        "The artifact: oci://REGISTRY/REPO, with :TAG or @sha256:DIGEST.",
+        "The artifact: oci://REGISTRY/REPO, or oci-layout://DIR (an OCI image layout directory, "
+        "e.g. a mirror copied by `lockgate copy`), with :TAG or @sha256:DIGEST.",
         required=True,
-        pattern="^oci://",
+        pattern="^oci(-layout)?://",
     )
     semver: str | None = attr(
         "semver", "Pick the highest tag in this semver range (Flux OCIRepository rules)."

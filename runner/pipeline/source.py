@@ -106,6 +106,8 @@ class SourceSpec:
     allow_remote_bases: bool = False
     #: the Sync's patches, images, name prefix and suffix, components (``runner.plan.overlay``)
     overlay: Overlay | None = None
+    #: the repository key signatures name when ``url`` is a mirror (``spec.verify.signedRepository``)
+    signed_repository: str | None = None
 
     @property
     def needs_secrets(self) -> bool:
@@ -136,7 +138,7 @@ class Fetched:
 
     @property
     def url(self) -> str:
-        return f"oci://{self.reference.name}@{self.digest}"
+        return self.reference.pinned(self.digest)
 
 
 def resolve(spec: SourceSpec, client: registry.RegistryClient) -> registry.Reference:
@@ -249,7 +251,7 @@ def choose(
     reason = f"{_revision(waits, digest)}: " + "; ".join(v.reason for v in verdicts if not v.ok)
     if chosen is not None:
         return chosen[0], chosen[1], reason
-    url = f"oci://{waits.name}@{digest}"
+    url = waits.pinned(digest)
     raise Waiting(reason, url=url, digest=digest, revision=_revision(waits, digest))
 
 
@@ -270,7 +272,7 @@ def _pin(
         # imported here: sigstore costs a third of a second of start-up, needed only to verify
         from lockgate.signing import verify as verify_mod
 
-        verified = verify_mod.verify(ref, policy, client=client)
+        verified = verify_mod.verify(ref, policy, client=client, signed_repository=spec.signed_repository)
         return verified.digest, verified.signer
     if not spec.insecure_skip_verify:
         raise UsageError(f"{ref}: {missing_policy(spec.spelling)}")

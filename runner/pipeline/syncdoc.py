@@ -58,6 +58,12 @@ def _check_source(sync: SyncEntry, messages: list[str]) -> None:
         registry.parse(spec.url)
     except LockgateError as exc:
         messages.append(f"{sync.where(('spec', 'url'))}: spec.url: {exc.message}")
+    signed = spec.verify.signed_repository
+    if signed is not None:
+        try:
+            registry.repository_name(signed, "spec.verify.signedRepository")
+        except LockgateError as exc:
+            messages.append(f"{sync.where(('spec', 'verify', 'signedRepository'))}: {exc.message}")
     if spec.semver is not None:
         try:
             semver.Constraints.parse(spec.semver)
@@ -134,6 +140,9 @@ def options(
             limits=Limits(max_total_bytes=spec.max_size, max_files=spec.max_files, max_ratio=spec.max_ratio),
             allow_remote_bases=runner.allow_remote_bases,
             overlay=overlay,
+            signed_repository=None
+            if verify.signed_repository is None
+            else registry.repository_name(verify.signed_repository, "spec.verify.signedRepository"),
         ),
         namespace=spec.namespace or runner.namespace,
         target_namespace=spec.target_namespace,
