@@ -9,6 +9,7 @@ its v2 API what it holds. The registry, the cluster (Secrets, the applies) are t
 
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -210,6 +211,9 @@ def test_alertmanager_alert_fires_while_the_sync_fails_and_resolves_when_it_reco
     assert f"ConfigMap/{unique}/app" in alert["annotations"]["message"]
     assert alert["annotations"]["reason"] == "ApplyFailed"
     started = alert["startsAt"]
+    # active for two of the sync's intervals (10m) unless a pass posts it again or resolves it
+    lasts = dt.datetime.fromisoformat(alert["endsAt"]) - dt.datetime.fromisoformat(started)
+    assert dt.timedelta(minutes=19) < lasts <= dt.timedelta(minutes=21), alert
     recorder.wait_for(
         lambda seen: any(r.path == "/am-webhook" and r.json()["status"] == "firing" for r in seen),
         what="Alertmanager's own firing notification",

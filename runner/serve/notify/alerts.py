@@ -9,8 +9,11 @@ Alertmanager tells alerts apart by their labels, so the labels are those that st
 while the sync fails (``alertname``, ``severity``, ``cluster``, ``sync``, ``namespace``,
 ``kind``, ``reportingcontroller``); what changes between failures (reason, revision, message)
 is in the annotations, and a new failure of the same sync updates the same alert. Each failing
-pass posts the alert again with the ``startsAt`` of the first failure, so it stays active
-however long the sync fails. Pure, apart from ``auth_headers`` reading a Secret's entries.
+pass posts the alert again with the ``startsAt`` of the first failure and an ``endsAt`` two
+intervals ahead (as Prometheus sends ``endsAt`` ahead of its next evaluation): the next pass
+comes within one interval (retries back off up to it), so the alert stays active however long
+the sync fails, whatever Alertmanager's ``resolve_timeout``, and expires by itself if the runner
+stops reporting. Pure, apart from ``auth_headers`` reading a Secret's entries.
 """
 
 from __future__ import annotations
@@ -24,6 +27,8 @@ from runner.pipeline.result import Result
 from runner.serve.notify import messages
 
 ALERTNAME = "LockgateSyncFailed"
+#: how many sync intervals a firing alert lasts without another pass re-posting it
+LIFETIME_INTERVALS = 2
 
 
 def timestamp(now: dt.datetime) -> str:
@@ -44,7 +49,7 @@ def labels(result: Result, *, cluster: str) -> dict[str, str]:
     return {k: v for k, v in found.items() if v}
 
 
-def firing(result: Result, *, cluster: str, starts_at: str) -> bytes:
+def firing(result: Result, *, cluster: str, starts_at: str, ends_at: str) -> bytes:
     where = f"{result.namespace}/{result.name}" + (f" on {cluster}" if cluster else "")
     at = result.revision or result.url
     annotations = {
@@ -57,6 +62,7 @@ def firing(result: Result, *, cluster: str, starts_at: str) -> bytes:
         "labels": labels(result, cluster=cluster),
         "annotations": {k: v for k, v in annotations.items() if v},
         "startsAt": starts_at,
+        "endsAt": ends_at,
     }
     return json.dumps([alert], separators=(",", ":"), ensure_ascii=False).encode()
 

@@ -333,13 +333,16 @@ class Notifier:
     def _alert(self, provider: Provider, options: pipeline.SyncOptions, result: Result) -> None:
         """Fire (again, at every failing pass) while the sync fails; resolve when it recovers."""
         key = (provider, options.name)
-        now = alerts.timestamp(dt.datetime.now(dt.UTC))
+        clock = dt.datetime.now(dt.UTC)
+        now = alerts.timestamp(clock)
         if result.error is not None:
             if not provider.events.admits("error", messages.message_of(result)):
                 return
             with self._lock:
                 starts_at = self._firing.setdefault(key, now)
-            body = alerts.firing(result, cluster=self.cluster, starts_at=starts_at)
+            lifetime = dt.timedelta(seconds=alerts.LIFETIME_INTERVALS * options.schedule.interval)
+            ends_at = alerts.timestamp(clock + lifetime)
+            body = alerts.firing(result, cluster=self.cluster, starts_at=starts_at, ends_at=ends_at)
             what = f"alert {alerts.ALERTNAME} firing ({messages.reason_of(result)})"
         else:
             with self._lock:
