@@ -1,6 +1,6 @@
 """The Microsoft Teams body of an event: an Adaptive Card, as Flux's ``msteams`` notifier sends it.
 
-Teams' Office 365 connectors (MessageCard) are retired; workflows (Power Automate) take a
+Teams' Office 365 connectors (MessageCard) are being retired; workflows (Power Automate) take a
 ``message`` with one ``application/vnd.microsoft.card.adaptive`` attachment. The card is the one
 notification-controller builds: schema version 1.4 (the highest Teams renders), full width, one
 Container holding the object (``sync/NAME.NAMESPACE`` in bold, large), the message (wrapped,
