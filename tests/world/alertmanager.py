@@ -91,5 +91,9 @@ def start_alertmanager(root: Path, *, receiver_url: str, users: dict[str, str] |
     process = start("alertmanager", argv, log=root / "alertmanager.log")
     auth = next(iter(users.items())) if users else None
     alertmanager = Alertmanager(f"http://127.0.0.1:{port}", process, auth)
-    wait_until(process, lambda: alertmanager.get("/-/ready") == 200, timeout=30, what="ready")
+    try:
+        wait_until(process, lambda: alertmanager.get("/-/ready") == 200, timeout=30, what="ready")
+    except BaseException:
+        process.stop()  # not handed to a fixture yet: nobody else would stop it
+        raise
     return alertmanager
