@@ -374,24 +374,28 @@ class Decryption:
 
 @dataclass(frozen=True)
 class Notify:
-    """Where a pass's outcome is reported: a GitHub commit status, a generic webhook or Slack."""
+    """Where a pass's outcome is reported: a GitHub commit status, a generic webhook, Slack,
+    Microsoft Teams or Alertmanager; events filtered as Flux's Alert filters them."""
 
-    type: Literal["github", "generic", "slack"] = attr(
+    type: Literal["github", "generic", "slack", "msteams", "alertmanager"] = attr(
         "type",
         "github: a commit status on the commit the artifact was built from; generic: Flux's event "
-        "JSON POSTed to address; slack: a Slack incoming-webhook message.",
+        "JSON POSTed to address; slack: a Slack incoming-webhook message; msteams: an Adaptive Card "
+        "(a Teams workflow URL); alertmanager: an alert while the sync fails, resolved when it recovers "
+        "(address: Alertmanager's /api/v2/alerts).",
         required=True,
     )
     address: str | None = attr(
         "address",
-        "generic, slack: the URL to POST to. A Secret's address entry wins (keep Slack's webhook URL, "
-        "a credential, there).",
+        "generic, slack, msteams, alertmanager: the URL to POST to. A Secret's address entry wins "
+        "(keep Slack's and Teams' webhook URLs, credentials, there).",
         pattern="^https?://",
     )
     secret_ref: str | None = attr(
         "secretRef",
         "A Secret of the runner namespace: token (github: the API token, required; generic: the "
-        "HMAC key of the X-Signature header) and address. Read when a notification is sent.",
+        "HMAC key of the X-Signature header; alertmanager: a bearer token), username and password "
+        "(alertmanager: basic auth) and address. Read when a notification is sent.",
         reference=True,
     )
     api_url: str | None = attr(
@@ -406,6 +410,22 @@ class Notify:
         "clusterName and the sync's name); {cluster} and {sync} are replaced.",
     )
     target_url: str | None = attr("targetURL", "github: the status's link (e.g. a dashboard).")
+    event_severity: Literal["info", "error"] = attr(
+        "eventSeverity",
+        "Events (not commit statuses): info sends every event, error only errors (Flux's Alert).",
+        default="info",
+    )
+    inclusion_list: tuple[str, ...] = attr(
+        "inclusionList",
+        "Events: send only those whose message one of these Go regular expressions matches.",
+        factory=tuple,
+    )
+    exclusion_list: tuple[str, ...] = attr(
+        "exclusionList",
+        "Events: drop those whose message one of these Go regular expressions matches (wins over "
+        "inclusionList).",
+        factory=tuple,
+    )
 
 
 @dataclass(frozen=True)

@@ -7,10 +7,12 @@ The pipeline only calls a hook when a pass starts applying, so ``pending`` can b
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal
 
-ProviderType = Literal["github", "generic", "slack"]
+from runner.pipeline.eventfilter import EventFilter
+
+ProviderType = Literal["github", "generic", "slack", "msteams", "alertmanager"]
 DEFAULT_GITHUB_API = "https://api.github.com"
 DEFAULT_CLUSTER = "default"
 
@@ -30,6 +32,8 @@ class Provider:
     context: str = ""
     #: github: the status's link
     target_url: str | None = None
+    #: event providers: which events are sent (Flux's Alert ``eventSeverity``, inclusion/exclusion)
+    events: EventFilter = field(default_factory=EventFilter)
 
     @property
     def label(self) -> str:

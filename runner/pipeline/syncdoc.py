@@ -20,7 +20,7 @@ from lockgate.signing import buildclaims, github
 from lockgate.signing.buildclaims import BuildClaims
 from lockgate.signing.github import GitHubClaims
 from lockgate.signing.options import VerifyOptions, build_policy, field_spelling, policy_warnings
-from runner.pipeline import attesting, decrypt, notifications, overlays, source, substitute
+from runner.pipeline import attesting, decrypt, eventfilter, notifications, overlays, source, substitute
 from runner.pipeline.documents import (
     AttestationRequirement,
     Notify,
@@ -414,9 +414,14 @@ def _providers(
                 api_url=(notify.api_url or notifications.DEFAULT_GITHUB_API).rstrip("/"),
                 context=notifications.context_for(notify.context, cluster=runner.cluster_name, sync=name),
                 target_url=notify.target_url,
+                events=_event_filter(notify),
             )
         )
     return tuple(providers)
+
+
+def _event_filter(notify: Notify) -> eventfilter.EventFilter:
+    return eventfilter.EventFilter(notify.event_severity, notify.inclusion_list, notify.exclusion_list)
 
 
 def _notify_problem(notify: Notify) -> str:
@@ -424,4 +429,10 @@ def _notify_problem(notify: Notify) -> str:
         return "a github provider needs secretRef, a Secret whose 'token' entry is the token"
     if notify.type != "github" and notify.address is None and notify.secret_ref is None:
         return f"a {notify.type} provider needs address, or secretRef to a Secret with an 'address' entry"
-    return ""
+    events = _event_filter(notify)
+    if events.filters and notify.type not in eventfilter.EVENT_PROVIDERS:
+        return (
+            f"eventSeverity, inclusionList and exclusionList filter events; a {notify.type} provider "
+            "posts every pass's commit status: remove them"
+        )
+    return "; ".join(eventfilter.problems(events))

@@ -90,6 +90,22 @@ func NewPrometheusServer(readTimeout, writeTimeout time.Duration) *http.Server {
 }
 """
 
+_ALERTMANAGER_NO_UI = """package ui
+
+import (
+	"net/http"
+
+	"github.com/prometheus/common/route"
+)
+
+// Register answers the web UI's paths with 404: the UI's assets are built by npm in
+// Alertmanager's release, not shipped in the module (lockgate test world build; the v2 API
+// is served as upstream).
+func Register(r *route.Router) {
+	r.Get("/", http.NotFound)
+}
+"""
+
 COMPONENTS: dict[str, GoComponent] = {
     c.name: c
     for c in (
@@ -239,6 +255,17 @@ COMPONENTS: dict[str, GoComponent] = {
             module="github.com/getsops/sops/v3",
             version="v3.13.3",
             programs={"sops": "github.com/getsops/sops/v3/cmd/sops"},
+        ),
+        # the real Alertmanager the `alertmanager` notification provider posts to
+        # (tests/integration/test_notify_alertmanager.py asserts through its v2 API)
+        GoComponent(
+            name="alertmanager",
+            module="github.com/prometheus/alertmanager",
+            version="v0.35.0",
+            programs={"alertmanager": "github.com/prometheus/alertmanager/cmd/alertmanager"},
+            ldflags=("-X github.com/prometheus/common/version.Version=0.35.0",),
+            # ui/web.go embeds app/dist, which npm builds for the release: not in the module
+            overlay=(("ui/web.go", _ALERTMANAGER_NO_UI), ("ui/web_test.go", "package ui\n")),
         ),
         # the linter of the workflows, and through them of action.yml's inputs
         # (tests/unit/action/test_github_action_yml.py)
