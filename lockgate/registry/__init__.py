@@ -1,7 +1,8 @@
 """Registry access shared by the artifact commands, signing, the image scanner and the runner.
 
 ``reference`` parses ``oci://`` references, ``credentials`` finds what to log in with,
-``transport`` is the single HTTP seam (auth challenges, retries), ``client`` holds the
+``transport`` is the single HTTP seam (auth challenges, retries), ``connection`` its TLS,
+proxy and http-or-https settings, ``client`` holds the
 distribution API verbs and ``oci`` the typed documents.
 
 The names below are loaded on first use (PEP 562): importing ``lockgate.registry.oci`` or
@@ -16,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from lockgate.registry.client import FetchedManifest, RegistryClient
+    from lockgate.registry.connection import TransportOptions
     from lockgate.registry.credentials import Credentials
     from lockgate.registry.oci import Descriptor, ImageIndex, ImageManifest, Referrers, sha256_digest
     from lockgate.registry.reference import Reference, parse
@@ -34,6 +36,7 @@ _WHERE = {
     "parse": "reference",
     "RetryPolicy": "transport",
     "Transport": "transport",
+    "TransportOptions": "connection",
 }
 
 __all__ = [
@@ -47,6 +50,7 @@ __all__ = [
     "RegistryClient",
     "RetryPolicy",
     "Transport",
+    "TransportOptions",
     "parse",
     "sha256_digest",
 ]

@@ -1,0 +1,71 @@
+"""The TLS world of the registry-TLS and proxy tests: a CA made here, a registry serving https
+that requires client certificates signed by that CA, and an authenticating forward proxy.
+
+Module-scoped fixtures share one of each across a test file (a registry starts in about a
+second); each test uses its own repository.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from lockgate.registry.connection import TransportOptions
+from tests.world.pki import CertificateAuthority, KeyPair
+from tests.world.proxy import Proxy, start_proxy
+from tests.world.registry import Registry, ServedTLS, start_registry
+
+
+@dataclass(frozen=True)
+class TLSWorld:
+    registry: Registry
+    ca: KeyPair
+    #: signed by ``ca``: the registry accepts it
+    client: KeyPair
+    #: signed by another CA: the registry refuses it
+    stranger: KeyPair
+
+    def options(self) -> TransportOptions:
+        return TransportOptions.from_files(
+            ca_file=str(self.ca.cert), cert_file=str(self.client.cert), key_file=str(self.client.key)
+        )
+
+    def tls_flags(self) -> list[str]:
+        client = ["--cert-file", str(self.client.cert), "--key-file", str(self.client.key)]
+        return ["--ca-file", str(self.ca.cert), *client]
+
+
+def start_tls_world(directory: Path) -> TLSWorld:
+    directory.mkdir(parents=True, exist_ok=True)
+    ca = CertificateAuthority.create(directory, name="lockgate-test-registry-ca")
+    serving = ca.issue(directory / "registry", "registry", server=True, hosts=("127.0.0.1", "localhost"))
+    client = ca.issue(directory / "client", "lockgate-client")
+    (directory / "other").mkdir()
+    other = CertificateAuthority.create(directory / "other", name="someone-else")
+    stranger = other.issue(directory / "stranger", "stranger")
+    served = ServedTLS(
+        certificate=serving.cert,
+        key=serving.key,
+        clientcas=(ca.pair.cert,),
+        ca=ca.pair.cert,
+        client=(client.cert, client.key),
+    )
+    reg = start_registry(directory, name="tls-registry", tls=served)
+    return TLSWorld(registry=reg, ca=ca.pair, client=client, stranger=stranger)
+
+
+@pytest.fixture(scope="module")
+def tls_world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TLSWorld]:
+    world = start_tls_world(tmp_path_factory.mktemp("tls"))
+    yield world
+    world.registry.stop()
+
+
+@pytest.fixture(scope="module")
+def proxy(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Proxy]:
+    running = start_proxy(tmp_path_factory.mktemp("proxy"))
+    yield running
+    running.stop()
