@@ -7,12 +7,15 @@ second); each test uses its own repository.
 
 from __future__ import annotations
 
+import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
+from lockgate import registry
+from lockgate.artifact import manifest, pack
 from lockgate.registry.connection import TransportOptions
 from tests.world.pki import CertificateAuthority, KeyPair
 from tests.world.proxy import Proxy, start_proxy
@@ -57,15 +60,38 @@ def start_tls_world(directory: Path) -> TLSWorld:
     return TLSWorld(registry=reg, ca=ca.pair, client=client, stranger=stranger)
 
 
+# in the world's directory, not pytest's tmp_path: pytest deletes old base directories when
+# another session starts, and tinyproxy would go on logging into a deleted file
 @pytest.fixture(scope="module")
-def tls_world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TLSWorld]:
-    world = start_tls_world(tmp_path_factory.mktemp("tls"))
+def tls_world(world_dir: Path) -> Iterator[TLSWorld]:
+    world = start_tls_world(Path(tempfile.mkdtemp(prefix="tls-", dir=world_dir)))
     yield world
     world.registry.stop()
 
 
 @pytest.fixture(scope="module")
-def proxy(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Proxy]:
-    running = start_proxy(tmp_path_factory.mktemp("proxy"))
+def proxy(world_dir: Path) -> Iterator[Proxy]:
+    running = start_proxy(Path(tempfile.mkdtemp(prefix="proxy-", dir=world_dir)))
     yield running
     running.stop()
+
+
+def push_files(world: TLSWorld, repo: str, files: dict[str, str], tag: str = "v1") -> str:
+    """Pack ``files`` as a Flux artifact and push it over mTLS; returns ``oci://host/repo:tag@digest``."""
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp) / "src"
+        for name, text in files.items():
+            (root / name).parent.mkdir(parents=True, exist_ok=True)
+            (root / name).write_text(text)
+        layer = pack.pack(root, Path(tmp) / "layer.tgz")
+        built = manifest.build(
+            layer.digest, layer.size, {"org.opencontainers.image.revision": f"{tag}@sha1:0"}
+        )
+        ref = registry.parse(world.registry.oci(repo, f":{tag}"))
+        client = registry.RegistryClient.for_reference(ref, options=world.options())
+        config = built.config_blob
+        client.upload_blob(repo, config, digest=built.manifest.config.digest, size=len(config))
+        with open(layer.path, "rb") as stream:
+            client.upload_blob(repo, stream, digest=layer.digest, size=layer.size)
+        digest = client.put_manifest(repo, tag, built.content, built.manifest.media_type)
+    return world.registry.oci(repo, f":{tag}@{digest}")

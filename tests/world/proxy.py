@@ -73,6 +73,10 @@ def start_proxy(workdir: Path, *, name: str = "proxy") -> Proxy:
 
     wait_until(process, ready, timeout=15, what="accepting connections")
     return Proxy(
-        address=f"http://127.0.0.1:{port}", port=port, username=username, password=password,
-        process=process, log=log,
+        address=f"http://127.0.0.1:{port}",
+        port=port,
+        username=username,
+        password=password,
+        process=process,
+        log=log,
     )
