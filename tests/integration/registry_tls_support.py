@@ -11,15 +11,18 @@ import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
 from lockgate import registry
 from lockgate.artifact import manifest, pack
-from lockgate.registry.connection import TransportOptions
 from tests.world.pki import CertificateAuthority, KeyPair
 from tests.world.proxy import Proxy, start_proxy
 from tests.world.registry import Registry, ServedTLS, start_registry
+
+if TYPE_CHECKING:
+    from lockgate.registry.connection import TransportOptions
 
 
 @dataclass(frozen=True)
@@ -32,6 +35,8 @@ class TLSWorld:
     stranger: KeyPair
 
     def options(self) -> TransportOptions:
+        from lockgate.registry.connection import TransportOptions  # collected on main too: lazily
+
         return TransportOptions.from_files(
             ca_file=str(self.ca.cert), cert_file=str(self.client.cert), key_file=str(self.client.key)
         )
