@@ -3,7 +3,8 @@ is reached through an authenticating proxy, with Flux OCIRepository's ``certSecr
 (``ca.crt``, ``tls.crt``, ``tls.key``) and ``proxySecretRef`` (``address``, ``username``,
 ``password``), read from Secrets at the pass and held in memory only.
 
-The proxy's log proves the pass went through it; each bad Secret fails the pass with the Secret,
+Both ``reconcile``'s pass and ``serve`` (whose registry clients are kept per Secret) are run. The
+proxy's log proves the pass went through it; each bad Secret fails the pass with the Secret,
 the field and what to put there named, never a value, and nothing is applied.
 """
 
@@ -24,6 +25,7 @@ from runner.pipeline import reconcile as pipeline
 from runner.pipeline.result import Result
 from tests.integration.reconcile_support import configmap, dump, get, namespace
 from tests.integration.registry_tls_support import TLSWorld, proxy, push_files, tls_world
+from tests.integration.serve_support import start_serve, sync_doc
 from tests.world.kube import Cluster
 from tests.world.proxy import Proxy
 
@@ -176,3 +178,25 @@ def test_a_proxy_secret_the_proxy_refuses_or_a_proxy_that_is_down(
     assert code == ExitCode.REGISTRY
     assert f"through proxy {down}" in message and "connection refused" in message
     assert get(cluster, "namespace", unique) is None
+
+
+def test_serve_keeps_a_client_per_cert_and_proxy_secret(
+    cluster: Cluster, tls_world: TLSWorld, proxy: Proxy, unique: str, tmp_path: Path
+) -> None:
+    ns, runner = f"{unique}-app", f"{unique}-run"
+    cluster.kubectl("create", "namespace", ns)
+    url = push_files(tls_world, unique, {"cm.yaml": dump(configmap("served", ns, {"v": "1"}))}).split("@")[0]
+    _secret(cluster, runner, "registry-tls", _tls_entries(tls_world))
+    _secret(cluster, runner, "registry-proxy", _proxy_entries(proxy))
+    seen = len(proxy.requests_seen())
+    refs = {"certSecretRef": {"name": "registry-tls"}, "proxySecretRef": {"name": "registry-proxy"}}
+    doc = sync_doc("served", url, runner, interval="1m", **refs)
+    served = start_serve(cluster, tmp_path, [doc], runner={"namespace": runner})
+    try:
+        served.wait_sync_ready("served", timeout=60)
+        applied = get(cluster, "configmap", "served", ns)
+        assert applied is not None and applied["data"] == {"v": "1"}
+        assert f"CONNECT {tls_world.registry.host}" in " ".join(proxy.requests_seen()[seen:])
+        assert proxy.password not in served.log.read_text()
+    finally:
+        assert served.stop() == 0, served.tail()
