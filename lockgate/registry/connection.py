@@ -217,9 +217,7 @@ def _base_roots(context: ssl.SSLContext) -> None:
         return
     bundle = os.environ.get("REQUESTS_CA_BUNDLE") or os.environ.get("CURL_CA_BUNDLE")
     if not bundle:
-        import certifi  # requests' own dependency and default
-
-        bundle = certifi.where()
+        bundle = requests.utils.DEFAULT_CA_BUNDLE_PATH  # certifi's bundle, requests' default
     if os.path.isdir(bundle):
         context.load_verify_locations(capath=bundle)
     else:
@@ -237,8 +235,9 @@ def session_for(options: TransportOptions, *, pool: int = 16) -> requests.Sessio
     return session
 
 
-def probe_scheme(host: str, *, timeout: float = _PROBE_SECONDS) -> str:
-    """``https`` when ``host`` (a loopback registry) completes a TLS handshake, else ``http``.
+def probe_scheme(host: str, *, timeout: float = _PROBE_SECONDS) -> str | None:
+    """``https`` when ``host`` (a loopback registry) completes a TLS handshake, ``http`` when it
+    answers otherwise, None when nothing answers (not decided: ask again next time).
 
     Nothing is verified here: the requests that follow verify the certificate, so a TLS
     registry with an unknown CA fails with that, not with plain http spoken to a TLS port.
@@ -258,7 +257,9 @@ def probe_scheme(host: str, *, timeout: float = _PROBE_SECONDS) -> str:
             return "https"
     except ssl.SSLError as exc:
         return "https" if "alert" in str(exc).lower() else "http"
-    except OSError:
+    except (ConnectionRefusedError, TimeoutError, socket.gaierror):
+        return None
+    except OSError:  # reset or closed mid-handshake: something that is not TLS answered
         return "http"
 
 

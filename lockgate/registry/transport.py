@@ -116,8 +116,10 @@ class Transport:
         if self._probe:
             with self._probe_lock:
                 if self._probe:
-                    self._base_url = f"{connection.probe_scheme(self.host)}://{self.host}"
-                    self._probe = False
+                    # nothing listening decides nothing: plain http (as before) until it answers
+                    scheme = connection.probe_scheme(self.host)
+                    self._base_url = f"{scheme or 'http'}://{self.host}"
+                    self._probe = scheme is None
         return self._base_url
 
     def counted(self) -> dict[str, int]:

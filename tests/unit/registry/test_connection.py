@@ -186,3 +186,4 @@ def test_loopback_probe_chooses_https_on_a_tls_port_and_http_elsewhere(tls_port:
         assert connection.probe_scheme(f"127.0.0.1:{port}", timeout=2) == "http"
     finally:
         plain.close()
+    assert connection.probe_scheme(f"127.0.0.1:{port}") is None  # nothing listens: undecided
