@@ -166,3 +166,30 @@ def test_a_plain_http_loopback_registry_still_needs_no_flag(
     ref = registry.oci(unique, ":v1")
     assert lockgate("push", str(write_tree(tmp_path / "src", unique)), ref, env=_NO_ENV_PROXY).code == 0
     assert lockgate("pull", ref, "-O", str(tmp_path / "out"), env=_NO_ENV_PROXY).code == 0
+
+
+def test_sign_and_verify_over_mtls_through_the_proxy(
+    tls_world: TLSWorld, proxy: Proxy, unique: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tests.integration.test_signing_cli import lockgate as signing_lockgate
+
+    for name, value in _through(proxy.url_with_credentials()).items():
+        monkeypatch.setenv(name, value)
+    assert signing_lockgate("keygen", "--output-key-prefix", "k", cwd=tmp_path).returncode == 0
+    tree = str(write_tree(tmp_path / "src", unique))
+    pushed = lockgate("push", tree, tls_world.registry.oci(unique, ":v1"), *tls_world.tls_flags())
+    assert pushed.code == 0, pushed.err
+    digest = pushed.out.strip().rsplit("@", 1)[1]  # "pushed oci://HOST/REPO:v1@sha256:..."
+    ref = tls_world.registry.oci(unique, f"@{digest}")
+    seen = len(proxy.requests_seen())
+    signed = signing_lockgate("sign", ref, "--key", "k.key", *tls_world.tls_flags(), cwd=tmp_path)
+    assert signed.returncode == 0, signed.stderr
+    verified = signing_lockgate("verify", ref, "--key", "k.pub", *tls_world.tls_flags(), cwd=tmp_path)
+    assert verified.returncode == 0, verified.stderr
+    assert f"CONNECT {tls_world.registry.host}" in " ".join(proxy.requests_seen()[seen:])
+    # without the CA, verify fails on the registry, naming it and the flag, not on the signature
+    client = ["--cert-file", str(tls_world.client.cert), "--key-file", str(tls_world.client.key)]
+    refused = signing_lockgate("verify", ref, "--key", "k.pub", *client, cwd=tmp_path)
+    assert refused.returncode == ExitCode.REGISTRY, refused.stderr
+    assert f"registry {tls_world.registry.host}" in refused.stderr and "--ca-file" in refused.stderr
+    _no_trace(refused.stderr)
