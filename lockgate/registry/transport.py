@@ -9,7 +9,9 @@ registry host (and basic ones to its token realm), never to an upload location, 
 or a storage redirect on another host, and a challenge from another host is refused. Every
 request sent (each attempt and hop, token fetches too) is counted by lower-case HTTP verb in
 ``counts``, so a long-running runner can report its registry traffic. Errors name the host
-and what was attempted, never the credentials.
+and what was attempted, never the credentials. Trust, client certificate, proxy and the
+https-then-http probe of loopback registries come from ``connection.TransportOptions``; a TLS
+or proxy failure is not retried and reads as ``connection.failure`` says.
 """
 
 from __future__ import annotations

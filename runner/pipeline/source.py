@@ -7,7 +7,8 @@ Pulling, rendering and semver selection are the shared core's (``lockgate.artifa
 ``lockgate.render``, ``lockgate.semver``); a Sync's overlay is written into the
 kustomization first (``overlays``). Nothing here writes to the cluster, so a refused
 artifact leaves the cluster as it was; the only cluster reads are the Secrets a Sync names
-(``spec.secretRef``, ``spec.verify.secretRef``), through ``secretrefs.SecretReader``.
+(``spec.secretRef``, ``spec.verify.secretRef``, and ``spec.certSecretRef`` and
+``spec.proxySecretRef`` through ``transportrefs``), through ``secretrefs.SecretReader``.
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
-"""The registry clients ``serve`` keeps: one per host and credentials Secret, shared by passes,
-cheap checks and the status page, so they reuse connections and tokens.
+"""The registry clients ``serve`` keeps: one per host and Secrets (credentials, certificates,
+proxy), shared by passes, cheap checks and the status page, so they reuse connections and tokens.
 
 A client built from a Secret is rebuilt after ``SECRET_CACHE_SECONDS`` (Secrets rotate); one
 without credentials is kept for the life of the process. Each host and Secret has one
@@ -33,7 +33,7 @@ class Registries:
         self._seen: dict[int, dict[str, int]] = {}
 
     def client(self, options: pipeline.SyncOptions) -> registry.RegistryClient:
-        """The client for ``options``' source: its host and its ``secretRef``, if any."""
+        """The client for ``options``' source: its host and the Secrets it names, if any."""
         ref = registry.parse(options.source.url)
         spec = options.source
         # the certificate and proxy Secrets and insecure make a different client too
