@@ -28,6 +28,7 @@ system-packages:
 	test -f /usr/share/keyrings/debian-archive-keyring.gpg || missing="$$missing debian-archive-keyring"; \
 	command -v pigz >/dev/null || missing="$$missing pigz"; \
 	command -v jq >/dev/null || missing="$$missing jq"; \
+	command -v tinyproxy >/dev/null || missing="$$missing tinyproxy"; \
 	if [ -n "$$missing" ]; then \
 	  echo "setup: installing Debian packages:$$missing"; \
 	  if ! { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; }; then \

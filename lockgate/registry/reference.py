@@ -57,19 +57,10 @@ class Reference:
 
     @property
     def is_loopback(self) -> bool:
-        """localhost, 127.0.0.0/8 or ::1: where plain http is the default, as in go-containerregistry."""
+        """localhost, 127.0.0.0/8 or ::1: tried over https, then plain http, as in go-containerregistry."""
         if self.layout is not None:
             return False
-        if self.host.startswith("["):
-            hostname = self.host[1:].split("]", 1)[0]
-        else:
-            hostname = self.host.rsplit(":", 1)[0]
-        if hostname == "localhost":
-            return True
-        try:
-            return ipaddress.ip_address(hostname).is_loopback
-        except ValueError:
-            return False
+        return is_loopback_host(self.host)
 
     def with_tag(self, tag: str) -> Reference:
         return replace(self, tag=_check_tag(tag, tag), digest=None)
@@ -178,3 +169,14 @@ def _check_digest(digest: str, text: str) -> str:
     if not DIGEST_PATTERN.match(digest):
         raise UsageError(f"invalid digest {digest!r} in {text!r}: expected sha256:<64 lowercase hex digits>")
     return digest
+
+
+def is_loopback_host(host: str) -> bool:
+    """``host`` (with or without a port) is localhost, in 127.0.0.0/8 or ::1."""
+    hostname = host[1:].split("]", 1)[0] if host.startswith("[") else host.rsplit(":", 1)[0]
+    if hostname == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(hostname).is_loopback
+    except ValueError:
+        return False

@@ -604,6 +604,25 @@ class SyncSpec:
         "Read at each pass, held in memory only.",
         reference=True,
     )
+    cert_secret_ref: str | None = attr(
+        "certSecretRef",
+        "A Secret with the registry's CA certificate (ca.crt, added to the system roots) and/or a "
+        "client certificate and key (tls.crt, tls.key) for registries that verify clients, as Flux's "
+        "OCIRepository. Read at each pass, held in memory only.",
+        reference=True,
+    )
+    proxy_secret_ref: str | None = attr(
+        "proxySecretRef",
+        "A Secret with the HTTP(S) proxy to reach the registry through (address, and username and "
+        "password for basic authentication), as Flux's OCIRepository; it replaces HTTPS_PROXY.",
+        reference=True,
+    )
+    insecure: bool = attr(
+        "insecure",
+        "Reach the registry over plain http (as Flux's OCIRepository); a loopback registry is tried over "
+        "https, then http, without it.",
+        default=False,
+    )
     verify: Verify = attr("verify", "Signature verification; fails closed without a policy.", factory=Verify)
     post_build: PostBuild = attr(
         "postBuild",
