@@ -13,11 +13,18 @@ import hashlib
 import urllib.parse
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 import requests
 
-from lockgate.errors import AuthError, LockgateError, RegistryError, ResolveError, VerificationError
+from lockgate.errors import (
+    AuthError,
+    LockgateError,
+    RegistryError,
+    ResolveError,
+    UsageError,
+    VerificationError,
+)
 from lockgate.registry import credentials as creds_mod
 from lockgate.registry import oci
 from lockgate.registry.cache import SMALL_BLOB, Listing, RegistryCache
@@ -25,6 +32,9 @@ from lockgate.registry.credentials import Credentials
 from lockgate.registry.oci import MANIFEST_TYPES, OCI_INDEX, Referrers, referrers_tag, sha256_digest
 from lockgate.registry.reference import DIGEST_PATTERN, Reference
 from lockgate.registry.transport import RetryPolicy, Transport
+
+if TYPE_CHECKING:
+    from lockgate.registry import cloud
 
 CHUNK = 1 << 20
 MAX_MANIFEST_BYTES = oci.MAX_DOCUMENT_BYTES
@@ -60,10 +70,21 @@ class RegistryClient:
         insecure: bool = False,
         retry: RetryPolicy | None = None,
         cache: RegistryCache | None = None,
+        provider: str = "generic",
+        identity: cloud.Identity | None = None,
     ) -> RegistryClient:
         """A client for ``ref.host``; plain http when ``insecure`` or when the host is loopback.
 
-        ``cache``: for a long-lived client, what to remember between calls (one per credentials)."""
+        ``cache``: for a long-lived client, what to remember between calls (one per credentials).
+        ``provider`` (aws, azure, gcp): credentials from the cloud's workload identity (or
+        ``identity``, a per-sync one) instead of the Docker config (``lockgate.registry.cloud``)."""
+        if provider != "generic":
+            from lockgate.registry import cloud as cloud_mod
+
+            if credentials is not None:
+                raise UsageError(f"provider {provider} mints the credentials; do not pass others as well")
+            minted = cloud_mod.credentials(provider, ref.host, identity=identity, insecure=insecure)
+            credentials = minted.credentials if minted is not None else None
         found = creds_mod.find(ref.host, explicit=credentials)
         transport = Transport(ref.host, credentials=found, insecure=insecure or ref.is_loopback, retry=retry)
         return cls(transport, cache=cache)

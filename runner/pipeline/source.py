@@ -26,7 +26,7 @@ from lockgate.errors import RenderError, ResolveError, UsageError, VerificationE
 from lockgate.manifests import K8sObject
 from lockgate.signing import github
 from lockgate.signing.options import Spelling, field_spelling
-from runner.pipeline import overlays
+from runner.pipeline import cloudidentity, overlays
 from runner.pipeline.secretrefs import SecretReader
 from runner.plan import overlay as overlay_plan
 from runner.plan.overlay import Overlay
@@ -105,11 +105,18 @@ class SourceSpec:
     allow_remote_bases: bool = False
     #: the Sync's patches, images, name prefix and suffix, components (``runner.plan.overlay``)
     overlay: Overlay | None = None
+    #: ``spec.provider``: registry credentials from this cloud's workload identity
+    provider: str = "generic"
+    #: with a provider, the ServiceAccount (``spec.serviceAccountName``) whose annotated identity is used
+    identity_account: str | None = None
+    #: plain http to a registry that is not on loopback
+    insecure: bool = False
 
     @property
     def needs_secrets(self) -> bool:
         return (
             self.secret_ref is not None
+            or self.identity_account is not None
             or self.verify_secret_ref is not None
             or any(a.secret_ref is not None for a in self.attestations)
         )
@@ -335,7 +342,13 @@ def build(
 
 def _reader(spec: SourceSpec, secrets: SecretReader | None) -> SecretReader:
     if secrets is None:
-        field = "spec.secretRef" if spec.secret_ref else "spec.verify.secretRef"
+        field = (
+            "spec.secretRef"
+            if spec.secret_ref
+            else "spec.serviceAccountName"
+            if spec.identity_account
+            else "spec.verify.secretRef"
+        )
         raise UsageError(f"{field} names a Secret, but this pass has no cluster to read it from")
     return secrets
 
@@ -356,7 +369,14 @@ def fetch(
         creds = None
         if spec.secret_ref is not None:
             creds = _reader(spec, secrets).registry_credentials(spec.secret_ref, base.host)
-        client = registry.RegistryClient.for_reference(base, credentials=creds)
+        identity = None
+        if spec.identity_account is not None:
+            reader = _reader(spec, secrets)
+            account, provider = spec.identity_account, spec.provider
+            identity = cloudidentity.identity(reader.kube, reader.namespace, account, provider)
+        client = registry.RegistryClient.for_reference(
+            base, credentials=creds, provider=spec.provider, identity=identity, insecure=spec.insecure
+        )
     policy = spec.policy
     if spec.verify_secret_ref is not None:
         policy = _reader(spec, secrets).key_policy(spec.verify_secret_ref)

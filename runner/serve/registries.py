@@ -15,10 +15,11 @@ import threading
 import time
 
 from lockgate import registry
+from lockgate.registry import cloud
 from lockgate.registry.cache import RegistryCache
 from runner.kube.client import Kube
+from runner.pipeline import cloudidentity, secretrefs
 from runner.pipeline import reconcile as pipeline
-from runner.pipeline import secretrefs
 
 #: how long a client built from a credentials Secret is reused before the Secret is read again
 SECRET_CACHE_SECONDS = 60.0
@@ -34,6 +35,8 @@ class Registries:
 
     def client(self, options: pipeline.SyncOptions) -> registry.RegistryClient:
         """The client for ``options``' source: its host and its ``secretRef``, if any."""
+        if options.source.provider != "generic":
+            return self._cloud_client(options)
         ref = registry.parse(options.source.url)
         secret = options.source.secret_ref or ""
         key = (ref.host, f"{options.namespace}/{secret}" if secret else "")
@@ -51,6 +54,35 @@ class Registries:
         client = registry.RegistryClient.for_reference(ref, credentials=creds, cache=cache)
         with self._lock:
             self._clients[key] = (now, client)
+        return client
+
+    def _cloud_client(self, options: pipeline.SyncOptions) -> registry.RegistryClient:
+        """A client with ``spec.provider``'s credentials: asked for at every call (the cloud token
+        cache answers while they are fresh) and the kept client reused while they are the same."""
+        spec = options.source
+        ref = registry.parse(spec.url)
+        namespace = pipeline.runner_namespace(options.namespace)
+        account = spec.identity_account or ""
+        key = (ref.host, f"{spec.provider}:{namespace}/{account}")
+        identity = None
+        if spec.identity_account is not None:
+            identity = cloudidentity.identity(self.kube, namespace, spec.identity_account, spec.provider)
+        minted = cloud.credentials(spec.provider, ref.host, identity=identity, insecure=spec.insecure)
+        with self._lock:
+            cached = self._clients.get(key)
+            if (
+                cached is not None
+                and minted is not None
+                and cached[1].transport.credentials is minted.credentials
+            ):
+                return cached[1]
+            cache = self._caches.setdefault(key, RegistryCache())
+        creds = minted.credentials if minted is not None else None
+        client = registry.RegistryClient.for_reference(
+            ref, credentials=creds, cache=cache, insecure=spec.insecure
+        )
+        with self._lock:
+            self._clients[key] = (time.monotonic(), client)
         return client
 
     def new_counts(self) -> dict[str, int]:
