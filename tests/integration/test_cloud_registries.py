@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -310,3 +311,63 @@ def test_per_sync_identity_uses_the_role_annotated_on_the_service_account(
     missing = re.escape(f"ServiceAccount {unique}/bare has no eks.amazonaws.com/role-arn")
     with pytest.raises(AuthError, match=missing):
         source.fetch(bare, secrets=secrets)
+
+
+def test_the_cloud_identity_component_lets_the_runner_mint_only_lockgate_apply_tokens(
+    clouds: Clouds,
+    cluster: Cluster,
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    unique: str,
+) -> None:
+    """deploy/components/cloud-identity on the namespaced variant, used with the runner's real token."""
+    from tests.integration.test_deploy import DEPLOY, apply, build, relocate
+    from tests.integration.test_deploy_rbac import forbidden, install, request
+
+    sys_ns = f"{unique}-sys"
+    install(cluster, unique, "namespaced", {"lockgate-system": sys_ns, "apps": f"{unique}-apps"})
+    overlay = tmp_path / "overlay"
+    overlay.mkdir()
+    (overlay / "kustomization.yaml").write_text(
+        yaml.safe_dump({"components": [os.path.relpath(DEPLOY / "components" / "cloud-identity", overlay)]})
+    )
+    apply(cluster, relocate(build(overlay), {"lockgate-system": sys_ns}, f"-{unique}"))
+    role = f"arn:aws:iam::123456789012:role/{unique}"
+    cluster.kubectl(
+        "-n", sys_ns, "annotate", "serviceaccount", "lockgate-apply", f"eks.amazonaws.com/role-arn={role}"
+    )
+    token = cluster.kubectl("create", "token", "lockgate", "-n", sys_ns, "--duration=1h").stdout.strip()
+    runner = tmp_path / "runner.kubeconfig"
+    runner.write_text(
+        yaml.safe_dump(
+            {
+                "apiVersion": "v1",
+                "kind": "Config",
+                "clusters": [
+                    {
+                        "name": "w",
+                        "cluster": {"server": cluster.server, "certificate-authority": str(cluster.ca)},
+                    }
+                ],
+                "users": [{"name": "sa", "user": {"token": token}}],
+                "contexts": [{"name": "sa", "context": {"cluster": "w", "user": "sa"}}],
+                "current-context": "sa",
+            }
+        )
+    )
+    refused = request(
+        cluster, runner, "create", "token", "lockgate", "-n", sys_ns, "--audience=sts.amazonaws.com"
+    )
+    assert forbidden(refused, "serviceaccounts/token"), refused
+    irsa(monkeypatch, clouds, tmp_path)
+    ref = clouds.ref(ECR_HOST, f"{unique}/app")
+    push(capsys, tmp_path, ref, "aws", unique)
+    for name in ("AWS_ROLE_ARN", "AWS_WEB_IDENTITY_TOKEN_FILE"):
+        monkeypatch.delenv(name)
+    assert cluster.sa_keys is not None
+    clouds.standin.issuer_key = cluster.sa_keys.cert.read_bytes()
+    spec = sync_spec(tmp_path, ref, provider="aws", serviceAccountName="lockgate-apply")
+    secrets = SecretReader(Kube.from_kubeconfig(runner), sys_ns)
+    assert source.fetch(spec, secrets=secrets).digest.startswith("sha256:")
+    assert clouds.standin.subjects[-1] == f"{role} as system:serviceaccount:{sys_ns}:lockgate-apply"
