@@ -89,6 +89,8 @@ class CloudStandIn(TokenService):
         self._bearers: set[str] = set()
         #: who each minted credential was for (role, client...), as the registry sees them
         self.subjects: list[str] = []
+        #: (time.monotonic(), subject) of every registry credential minted
+        self.minted_at: list[tuple[float, str]] = []
         self.registry = ""  # set once the registry runs: where /v2/ passes through to
         self._guard = threading.Lock()
         super().__init__(directory, username="unused", password=secrets.token_urlsafe(8))
@@ -115,6 +117,7 @@ class CloudStandIn(TokenService):
         with self._guard:
             self._registry_pairs.add((username, secret))
             self.subjects.append(subject)
+            self.minted_at.append((time.monotonic(), subject))
         return secret
 
     def expires(self) -> float:
