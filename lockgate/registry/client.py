@@ -87,6 +87,8 @@ class RegistryClient:
             credentials = minted.credentials if minted is not None else None
         found = creds_mod.find(ref.host, explicit=credentials)
         transport = Transport(ref.host, credentials=found, insecure=insecure or ref.is_loopback, retry=retry)
+        if provider != "generic" and found is not None:
+            transport.on_refused = cloud_mod.forgetting(found)
         return cls(transport, cache=cache)
 
     @property

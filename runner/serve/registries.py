@@ -81,6 +81,8 @@ class Registries:
         client = registry.RegistryClient.for_reference(
             ref, credentials=creds, cache=cache, insecure=spec.insecure
         )
+        if creds is not None:
+            client.transport.on_refused = cloud.forgetting(creds)
         with self._lock:
             self._clients[key] = (time.monotonic(), client)
         return client

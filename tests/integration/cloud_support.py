@@ -120,6 +120,12 @@ class CloudStandIn(TokenService):
             self.minted_at.append((time.monotonic(), subject))
         return secret
 
+    def revoke(self) -> None:
+        """Every registry credential minted so far stops working (a revoked or rotated key)."""
+        with self._guard:
+            self._registry_pairs.clear()
+            self._refresh.clear()
+
     def expires(self) -> float:
         return time.time() + self.lifetime
 

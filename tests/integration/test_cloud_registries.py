@@ -16,6 +16,7 @@ import dataclasses
 import json
 import os
 import re
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -371,3 +372,67 @@ def test_the_cloud_identity_component_lets_the_runner_mint_only_lockgate_apply_t
     secrets = SecretReader(Kube.from_kubeconfig(runner), sys_ns)
     assert source.fetch(spec, secrets=secrets).digest.startswith("sha256:")
     assert clouds.standin.subjects[-1] == f"{role} as system:serviceaccount:{sys_ns}:lockgate-apply"
+
+
+def test_credentials_the_registry_refuses_are_dropped_and_the_next_pass_mints_new_ones(
+    clouds: Clouds,
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    unique: str,
+) -> None:
+    irsa(monkeypatch, clouds, tmp_path)
+    ref = clouds.ref(ECR_HOST, f"{unique}/app")
+    push(capsys, tmp_path, ref, "aws", unique)
+    spec = sync_spec(tmp_path, ref, provider="aws")
+    assert source.fetch(spec).digest.startswith("sha256:")
+    clouds.standin.revoke()  # the cached ECR password stops working hours before its expiry
+    with pytest.raises(AuthError, match=r"refused the credentials from provider aws \(role arn:aws:iam::"):
+        source.fetch(spec)
+    ecr_before = clouds.standin.counts["aws-ecr"]
+    assert source.fetch(spec).digest.startswith("sha256:")
+    assert clouds.standin.counts["aws-ecr"] == ecr_before + 1
+
+
+def test_serve_shares_one_client_per_identity_while_its_credentials_are_fresh(
+    clouds: Clouds,
+    cluster: Cluster,
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    unique: str,
+) -> None:
+    from runner.serve.registries import Registries
+
+    irsa(monkeypatch, clouds, tmp_path)
+    ref = clouds.ref(ECR_HOST, f"{unique}/app")
+    push(capsys, tmp_path, ref, "aws", unique)
+    cloud_cache.DEFAULT_CACHE.forget()
+    clouds.standin.lifetime = 3  # renewed 0.6 s before expiry
+    try:
+        path = tmp_path / "syncs.yaml"
+        docs = [
+            {
+                "apiVersion": "lockgate.dev/v1alpha1",
+                "kind": "Sync",
+                "metadata": {"name": f"s{n}"},
+                "spec": {"url": ref, "interval": "5m", "provider": "aws", "verify": {"insecureSkip": True}},
+            }
+            for n in range(3)
+        ]
+        path.write_text(yaml.safe_dump_all(docs))
+        syncs = [
+            dataclasses.replace(o, source=dataclasses.replace(o.source, insecure=True))
+            for o in config.load(path).syncs
+        ]
+        kept = Registries(Kube.from_kubeconfig(cluster.kubeconfig))
+        sts_before = clouds.standin.counts["aws-sts"]
+        clients = {id(kept.client(sync)) for sync in syncs for _ in range(5)}
+        assert len(clients) == 1 and clouds.standin.counts["aws-sts"] == sts_before + 1
+        assert kept.client(syncs[0]).head_manifest(f"{unique}/app", "v1") is not None
+        time.sleep(2.5)  # past the renewal time: new credentials, a new client
+        renewed = kept.client(syncs[1])
+        assert id(renewed) not in clients and clouds.standin.counts["aws-sts"] == sts_before + 2
+        assert renewed.head_manifest(f"{unique}/app", "v1") is not None
+    finally:
+        clouds.standin.lifetime = 3600

@@ -24,6 +24,7 @@ from typing import Literal, Protocol
 
 from lockgate.errors import AuthError, LockgateError, UsageError
 from lockgate.registry.cloud.cache import DEFAULT_CACHE, Minted, TokenCache
+from lockgate.registry.credentials import Credentials
 
 Provider = Literal["generic", "aws", "azure", "gcp"]
 PROVIDERS: tuple[Provider, ...] = ("generic", "aws", "azure", "gcp")
@@ -155,3 +156,8 @@ def credentials(
     who = module.describe(identity, env)
     key = (provider, who if identity is None else identity.key, registry.host, registry.region)
     return (cache or DEFAULT_CACHE).get(key, lambda: module.mint(registry, identity, env))
+
+
+def forgetting(credentials: Credentials, cache: TokenCache | None = None) -> Callable[[], None]:
+    """A ``Transport.on_refused`` hook: drop ``credentials`` from the cache when a registry refuses them."""
+    return lambda: (cache or DEFAULT_CACHE).forget_credentials(credentials)

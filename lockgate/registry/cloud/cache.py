@@ -55,6 +55,13 @@ class TokenCache:
                 self.minted[key] = self.minted.get(key, 0) + 1
             return fresh
 
+    def forget_credentials(self, credentials: Credentials) -> None:
+        """Drop the entry holding ``credentials``: the registry refused them (revoked, or a
+        clock skew), so the next pass mints new ones instead of waiting for their expiry."""
+        with self._lock:
+            for key in [k for k, v in self._entries.items() if v.credentials is credentials]:
+                del self._entries[key]
+
     def forget(self, key: Hashable | None = None) -> None:
         """Drop one entry (or all): the registry refused what it held."""
         with self._lock:
