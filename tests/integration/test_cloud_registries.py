@@ -436,3 +436,89 @@ def test_serve_shares_one_client_per_identity_while_its_credentials_are_fresh(
         assert renewed.head_manifest(f"{unique}/app", "v1") is not None
     finally:
         clouds.standin.lifetime = 3600
+
+
+@pytest.mark.parametrize("provider", ["gcp", "azure"])
+def test_per_sync_identity_for_gcp_and_azure_from_the_service_account_annotations(
+    provider: str,
+    clouds: Clouds,
+    cluster: Cluster,
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    unique: str,
+) -> None:
+    standin = clouds.standin
+    # the runner's own identity pushes (a federated file token), then leaves the sync on its own
+    standin.trusted_tokens.add(f"fed-{unique}")
+    (tmp_path / "federated").write_text(f"fed-{unique}")
+    wip = "projects/42/locations/global/workloadIdentityPools/clusters/providers/world"
+    if provider == "gcp":
+        host = GAR_HOST
+        external = {
+            "type": "external_account",
+            "audience": f"//iam.googleapis.com/{wip}",
+            "subject_token_type": "urn:ietf:params:oauth:token-type:jwt",
+            "token_url": f"{standin.url}/gcp/sts/v1/token",
+            "credential_source": {"file": str(tmp_path / "federated")},
+        }
+        (tmp_path / "external.json").write_text(json.dumps(external))
+        monkeypatch.setenv("GOOGLE_APPLICATION_CREDENTIALS", str(tmp_path / "external.json"))
+        annotations = [
+            f"gcp.auth.fluxcd.io/workload-identity-provider={wip}",
+            f"iam.gke.io/gcp-service-account={unique}@p.iam.gserviceaccount.com",
+        ]
+        expected = f"{unique}@p.iam.gserviceaccount.com"
+    else:
+        host = ACR_HOST
+        monkeypatch.setenv("AZURE_FEDERATED_TOKEN_FILE", str(tmp_path / "federated"))
+        monkeypatch.setenv("AZURE_CLIENT_ID", "runner-client")
+        monkeypatch.setenv("AZURE_TENANT_ID", "tenant-a")
+        annotations = [
+            "azure.workload.identity/client-id=tenant-client",
+            "azure.workload.identity/tenant-id=tenant-b",
+        ]
+        expected = f"client tenant-client as system:serviceaccount:{unique}:tenant"
+    monkeypatch.setenv("AZURE_AUTHORITY_HOST", standin.url)
+    monkeypatch.setenv("LOCKGATE_GCP_STS_URL", f"{standin.url}/gcp/sts/v1/token")
+    monkeypatch.setenv("LOCKGATE_GCP_IAM_URL", standin.url)
+    ref = clouds.ref(host, f"{unique}/app")
+    push(capsys, tmp_path, ref, provider, unique)
+    for name in ("GOOGLE_APPLICATION_CREDENTIALS", "AZURE_FEDERATED_TOKEN_FILE"):
+        monkeypatch.delenv(name, raising=False)
+    assert cluster.sa_keys is not None
+    standin.issuer_key = cluster.sa_keys.cert.read_bytes()
+    cluster.kubectl("create", "namespace", unique)
+    cluster.kubectl("-n", unique, "create", "serviceaccount", "tenant")
+    cluster.kubectl("-n", unique, "annotate", "serviceaccount", "tenant", *annotations)
+    spec = sync_spec(tmp_path, ref, provider=provider, serviceAccountName="tenant")
+    secrets = SecretReader(Kube.from_kubeconfig(cluster.kubeconfig), unique)
+    assert source.fetch(spec, secrets=secrets).digest.startswith("sha256:")
+    assert standin.subjects[-1] == expected
+
+
+def test_an_image_repository_with_a_provider_is_scanned_with_the_cloud_identity(
+    clouds: Clouds,
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    unique: str,
+) -> None:
+    from action.images import config as images_config
+    from action.images import scan
+
+    irsa(monkeypatch, clouds, tmp_path)
+    ref = clouds.ref(ECR_HOST, f"{unique}/app")
+    push(capsys, tmp_path, ref, "aws", unique)
+    image = ref.removeprefix("oci://").rsplit(":", 1)[0]
+    doc = {
+        "apiVersion": "image.toolkit.fluxcd.io/v1",
+        "kind": "ImageRepository",
+        "metadata": {"name": "app", "namespace": "apps"},
+        "spec": {"image": image, "provider": "aws", "insecure": True},
+    }
+    (tmp_path / "images").mkdir()
+    (tmp_path / "images" / "repo.yaml").write_text(yaml.safe_dump(doc))
+    (repo,) = images_config.load(tmp_path / "images").repositories.values()
+    client, name, origin = scan.connect(repo)
+    assert origin == "provider aws" and client.list_tags(name) == ["v1"]
