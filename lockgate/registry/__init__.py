@@ -2,7 +2,8 @@
 
 ``reference`` parses ``oci://`` references, ``credentials`` finds what to log in with,
 ``transport`` is the single HTTP seam (auth challenges, retries), ``client`` holds the
-distribution API verbs and ``oci`` the typed documents.
+distribution API verbs and ``oci`` the typed documents. ``cloud`` mints credentials for
+ECR, Artifact Registry and ACR from a cloud's workload identity (``provider``).
 
 The names below are loaded on first use (PEP 562): importing ``lockgate.registry.oci`` or
 ``reference`` (as packing and ``lockgate build`` do) must not import the HTTP stack, which is

@@ -57,6 +57,8 @@ class CloudRegistry:
     region: str = ""
     #: how the registry itself is reached (ACR's /oauth2/exchange is on it): https but for --insecure
     scheme: str = "https"
+    #: the partition's domain of the AWS API endpoints (amazonaws.com, amazonaws.com.cn...)
+    domain: str = "amazonaws.com"
 
 
 def registry_of(provider: str, host: str) -> CloudRegistry | None:
@@ -65,7 +67,7 @@ def registry_of(provider: str, host: str) -> CloudRegistry | None:
     hostname = hostname.lower()
     if provider == "aws":
         match = _ECR.match(hostname)
-        return CloudRegistry("aws", host, match.group(3)) if match else None
+        return CloudRegistry("aws", host, match.group(3), domain=match.group(4)) if match else None
     if provider == "gcp":
         return CloudRegistry("gcp", host) if _GAR.match(hostname) or _GCR.match(hostname) else None
     if provider == "azure":

@@ -55,8 +55,11 @@ def _read(who: cloud_http.Who, variable: str, path: str) -> str:
         raise who.fail(f"cannot read the token file {path} named by {variable} ({exc.strerror})") from None
 
 
-def _assume_role(who: cloud_http.Who, env: Mapping[str, str], region: str, role: str, token: str) -> AwsKeys:
-    default = f"https://sts.{region}.amazonaws.com" if region else "https://sts.amazonaws.com"
+def _assume_role(
+    who: cloud_http.Who, env: Mapping[str, str], registry: CloudRegistry, role: str, token: str
+) -> AwsKeys:
+    region, domain = registry.region, registry.domain
+    default = f"https://sts.{region}.{domain}"
     query = urllib.parse.urlencode(
         {
             "Action": "AssumeRoleWithWebIdentity",
@@ -111,12 +114,12 @@ def keys(
     if identity is not None:
         if not identity.role_arn:
             raise who.fail(f"{identity.name} has no {ROLE_ANNOTATION} annotation naming the IAM role")
-        return _assume_role(who, env, registry.region, identity.role_arn, identity.token())
+        return _assume_role(who, env, registry, identity.role_arn, identity.token())
     if env.get("AWS_CONTAINER_CREDENTIALS_FULL_URI"):
         return _pod_identity(who, env)
     if env.get("AWS_ROLE_ARN") and env.get("AWS_WEB_IDENTITY_TOKEN_FILE"):
         token = _read(who, "AWS_WEB_IDENTITY_TOKEN_FILE", env["AWS_WEB_IDENTITY_TOKEN_FILE"])
-        return _assume_role(who, env, registry.region, env["AWS_ROLE_ARN"], token)
+        return _assume_role(who, env, registry, env["AWS_ROLE_ARN"], token)
     raise who.fail(
         "no AWS workload identity: set AWS_ROLE_ARN and AWS_WEB_IDENTITY_TOKEN_FILE (IRSA) or "
         "AWS_CONTAINER_CREDENTIALS_FULL_URI (EKS Pod Identity), or give the sync a serviceAccountName"
@@ -126,7 +129,7 @@ def keys(
 def mint(registry: CloudRegistry, identity: Identity | None, env: Mapping[str, str]) -> Minted:
     who = cloud_http.Who("aws", describe(identity, env), registry.host)
     aws_keys = keys(registry, identity, env, who)
-    url = _endpoint(env, "ecr", f"https://api.ecr.{registry.region}.amazonaws.com") + "/"
+    url = _endpoint(env, "ecr", f"https://api.ecr.{registry.region}.{registry.domain}") + "/"
     body = b"{}"
     headers = sign(
         "POST",

@@ -136,3 +136,8 @@ def test_failures_are_not_cached() -> None:
 def test_credentials_never_show_their_secret() -> None:
     identity = cloud.Identity(provider="aws", name="ServiceAccount a/b", token=lambda: "SECRET-TOKEN")
     assert "SECRET-TOKEN" not in repr(identity) and "SECRET-TOKEN" not in identity.key
+
+
+def test_ecr_api_endpoints_follow_the_registry_partition() -> None:
+    china = cloud.registry_of("aws", "123456789012.dkr.ecr.cn-north-1.amazonaws.com.cn")
+    assert china is not None and (china.region, china.domain) == ("cn-north-1", "amazonaws.com.cn")
