@@ -28,6 +28,7 @@ from lockgate import cli as lockgate_cli
 from lockgate import registry
 from lockgate.errors import AuthError, UsageError
 from lockgate.registry.cloud import cache as cloud_cache
+from lockgate.signing.options import VerifyOptions
 from runner.kube.client import Kube
 from runner.pipeline import config, source
 from runner.pipeline.secretrefs import SecretReader
@@ -113,8 +114,26 @@ def run_cli(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str]:
     return code, captured.out + captured.err
 
 
-def push(capsys: pytest.CaptureFixture[str], tmp_path: Path, ref: str, provider: str, marker: str) -> None:
+def push(
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+    ref: str,
+    provider: str,
+    marker: str,
+    *,
+    apply: bool = False,
+) -> None:
+    """Push a small tree to ``ref`` with ``provider``; ``apply``: objects a cluster accepts
+    (a Namespace and a ConfigMap) instead of ``write_tree``'s, which are only read."""
     tree = write_tree(tmp_path / "src", marker)
+    if apply:
+        tree = tmp_path / "applicable"
+        tree.mkdir()
+        (tree / "all.yaml").write_text(
+            f"apiVersion: v1\nkind: Namespace\nmetadata:\n  name: {marker}\n---\n"
+            f"apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: web\n  namespace: {marker}\n"
+            "data:\n  greeting: hello\n"
+        )
     code, out = run_cli(capsys, "push", str(tree), ref, "--provider", provider, "--insecure")
     assert code == 0, out
 
@@ -522,3 +541,37 @@ def test_an_image_repository_with_a_provider_is_scanned_with_the_cloud_identity(
     (repo,) = images_config.load(tmp_path / "images").repositories.values()
     client, name, origin = scan.connect(repo)
     assert origin == "provider aws" and client.list_tags(name) == ["v1"]
+
+
+def test_a_pass_whose_cloud_token_is_refused_fails_naming_the_provider_then_applies_by_itself(
+    clouds: Clouds,
+    cluster: Cluster,
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    unique: str,
+) -> None:
+    from runner.pipeline import reconcile as pipeline
+
+    irsa(monkeypatch, clouds, tmp_path, role="arn:aws:iam::123456789012:role/runner")
+    ref = clouds.ref(ECR_HOST, f"{unique}/app")
+    push(capsys, tmp_path, ref, "aws", unique, apply=True)
+    cloud_cache.DEFAULT_CACHE.forget()
+    base = config.sync_options(
+        name="cloudy",
+        url=ref,
+        verify=VerifyOptions(insecure_skip=True),
+        namespace=f"{unique}-sys",
+        provider="aws",
+    )
+    sync = dataclasses.replace(base, source=dataclasses.replace(base.source, insecure=True))
+    kube = Kube.from_kubeconfig(cluster.kubeconfig)
+    clouds.standin.refusing = True
+    failed = pipeline.reconcile(sync, kube=kube)
+    assert isinstance(failed.error, AuthError) and failed.error.exit_code == 3
+    assert "provider aws" in failed.error.message and "role/runner" in failed.error.message
+    assert not failed.changeset.entries
+    clouds.standin.refusing = False
+    applied = pipeline.reconcile(sync, kube=kube)
+    assert applied.error is None, applied.error
+    assert cluster.kubectl("-n", unique, "get", "configmap", "web").returncode == 0
