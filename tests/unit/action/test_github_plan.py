@@ -243,3 +243,13 @@ def test_the_planned_flags_are_the_clis(capsys: pytest.CaptureFixture[str]) -> N
         argv = make_pinned(unpinned, command=command, url="oci://127.0.0.1:1/app:main", name="web").argv
         assert cli.main(list(argv)) == 2
         assert capsys.readouterr().err.startswith(f"error: {flag} 'https://github.com/lockgate-dev/")
+
+
+
+def test_provider_reaches_the_registry_commands_as_a_flag() -> None:
+    ecr = "oci://123456789012.dkr.ecr.eu-west-1.amazonaws.com/app"
+    pushed = make(command="push", path="deploy", url=f"{ecr}:main", provider="aws")
+    assert pushed.argv[pushed.argv.index("--provider") + 1] == "aws"
+    verified = make(command="verify", url=f"{ecr}@sha256:{'a' * 64}", key="k.pub", provider="gcp")
+    assert verified.argv[verified.argv.index("--provider") + 1] == "gcp"
+    assert "--provider" not in make(command="push", path="deploy", url=f"{ecr}:main").argv
