@@ -10,13 +10,15 @@ token (the runner's per-sync ``serviceAccountName``), the role or identity annot
 ServiceAccount. The provider modules (``aws``, ``gcp``, ``azure``) are imported only when
 that provider is used; they speak the documented HTTP exchanges with ``requests`` (no cloud
 SDK: README, dependency table). Minted credentials are kept in ``cache.TokenCache`` until
-shortly before they expire, shared by every client of the same identity and registry.
+shortly before they expire, shared by every client of the same identity and registry, and
+dropped when a registry refuses them (``forgetting``, a ``Transport.on_refused`` hook).
 Errors name the provider, the identity and the registry, never a token.
 """
 
 from __future__ import annotations
 
 import importlib
+import os
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
@@ -141,8 +143,6 @@ def credentials(
 ) -> Minted | None:
     """Credentials for ``host`` from ``provider`` (None for ``generic``), from the cache while
     they are fresh. A host the provider does not serve is a usage error: the token is not sent."""
-    import os
-
     if provider == "generic":
         return None
     registry = registry_of(provider, host)
