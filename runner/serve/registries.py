@@ -2,8 +2,11 @@
 cheap checks and the status page, so they reuse connections and tokens.
 
 A client built from a Secret is rebuilt after ``SECRET_CACHE_SECONDS`` (Secrets rotate); one
-without credentials is kept for the life of the process. Each host and Secret has one
-``RegistryCache`` for the life of the process, handed to every client built for them: the
+without credentials is kept for the life of the process. A sync with ``spec.provider`` gets its
+credentials from the cloud token cache at each call, and the client kept for its host and
+identity while they are the same (a ServiceAccount's annotations are re-read as a Secret is).
+Each host and Secret has one ``RegistryCache`` for the life of the process, handed to every
+client built for them: the
 referrers of an unchanged digest cost one HEAD per check, and an attestation already
 verified is not verified again (``lockgate.registry.cache``). ``new_counts`` hands the
 requests made since it was last asked to the metrics.
@@ -32,6 +35,7 @@ class Registries:
         self._caches: dict[tuple[str, str], RegistryCache] = {}
         self._lock = threading.Lock()
         self._seen: dict[int, dict[str, int]] = {}
+        self._identities: dict[tuple[str, str, str], tuple[float, cloud.Identity]] = {}
 
     def client(self, options: pipeline.SyncOptions) -> registry.RegistryClient:
         """The client for ``options``' source: its host and its ``secretRef``, if any."""
@@ -66,7 +70,7 @@ class Registries:
         key = (ref.host, f"{spec.provider}:{namespace}/{account}")
         identity = None
         if spec.identity_account is not None:
-            identity = cloudidentity.identity(self.kube, namespace, spec.identity_account, spec.provider)
+            identity = self._identity(namespace, spec.identity_account, spec.provider)
         minted = cloud.credentials(spec.provider, ref.host, identity=identity, insecure=spec.insecure)
         with self._lock:
             cached = self._clients.get(key)
@@ -86,6 +90,20 @@ class Registries:
         with self._lock:
             self._clients[key] = (time.monotonic(), client)
         return client
+
+    def _identity(self, namespace: str, account: str, provider: str) -> cloud.Identity:
+        """The ServiceAccount's annotated identity, read again after ``SECRET_CACHE_SECONDS``
+        (as a Secret is), so a check costs no API request while it is fresh."""
+        key = (namespace, account, provider)
+        now = time.monotonic()
+        with self._lock:
+            known = self._identities.get(key)
+        if known is not None and now - known[0] < SECRET_CACHE_SECONDS:
+            return known[1]
+        found = cloudidentity.identity(self.kube, namespace, account, provider)
+        with self._lock:
+            self._identities[key] = (now, found)
+        return found
 
     def new_counts(self) -> dict[str, int]:
         """Requests by verb made by every kept client since the last call."""
