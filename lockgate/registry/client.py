@@ -78,17 +78,18 @@ class RegistryClient:
         ``cache``: for a long-lived client, what to remember between calls (one per credentials).
         ``provider`` (aws, azure, gcp): credentials from the cloud's workload identity (or
         ``identity``, a per-sync one) instead of the Docker config (``lockgate.registry.cloud``)."""
+        refused = None
         if provider != "generic":
             from lockgate.registry import cloud as cloud_mod
 
             if credentials is not None:
                 raise UsageError(f"provider {provider} mints the credentials; do not pass others as well")
             minted = cloud_mod.credentials(provider, ref.host, identity=identity, insecure=insecure)
-            credentials = minted.credentials if minted is not None else None
+            if minted is not None:
+                credentials, refused = minted.credentials, cloud_mod.forgetting(minted.credentials)
         found = creds_mod.find(ref.host, explicit=credentials)
         transport = Transport(ref.host, credentials=found, insecure=insecure or ref.is_loopback, retry=retry)
-        if provider != "generic" and found is not None:
-            transport.on_refused = cloud_mod.forgetting(found)
+        transport.on_refused = refused
         return cls(transport, cache=cache)
 
     @property

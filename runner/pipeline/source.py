@@ -342,13 +342,12 @@ def build(
 
 def _reader(spec: SourceSpec, secrets: SecretReader | None) -> SecretReader:
     if secrets is None:
-        field = (
-            "spec.secretRef"
-            if spec.secret_ref
-            else "spec.serviceAccountName"
-            if spec.identity_account
-            else "spec.verify.secretRef"
-        )
+        if spec.identity_account and not spec.secret_ref:
+            raise UsageError(
+                "spec.serviceAccountName with spec.provider names the ServiceAccount whose cloud "
+                "identity pulls, but this pass has no cluster to read it from"
+            )
+        field = "spec.secretRef" if spec.secret_ref else "spec.verify.secretRef"
         raise UsageError(f"{field} names a Secret, but this pass has no cluster to read it from")
     return secrets
 
