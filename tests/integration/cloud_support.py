@@ -10,7 +10,9 @@ documented requests and answers of each token endpoint lockgate calls:
 - the GCE metadata server's token (``Metadata-Flavor: Google``), Google STS
   (``/v1/token`` token exchange) and IAM Credentials ``generateAccessToken``;
 - Entra ID's token endpoint (``/<tenant>/oauth2/v2.0/token``, client assertion) and ACR's
-  ``/oauth2/exchange``.
+  ``/oauth2/exchange``;
+- GitHub Actions' ID token endpoint (``ACTIONS_ID_TOKEN_REQUEST_URL`` with its bearer token,
+  answering ``{"value": JWT}``), which google-github-actions/auth's credentials file names.
 
 It is also the registry's edge: ``/v2/`` requests pass through to the real registry
 (Distribution, ``auth: token``), whose token realm is this server's ``/token``: it signs
@@ -83,6 +85,7 @@ class CloudStandIn(TokenService):
         #: when set, ServiceAccount tokens signed by this key (the API server's) are trusted too
         self.issuer_key: bytes | None = None
         self.pod_identity_token = secrets.token_urlsafe(16)
+        self.actions_request_token = secrets.token_urlsafe(16)
         self._aws_keys: dict[str, sigv4.AwsKeys] = {}
         self._registry_pairs: set[tuple[str, str]] = set()
         self._refresh: set[str] = set()
@@ -154,6 +157,8 @@ class CloudStandIn(TokenService):
             return self._entra(handler, form)
         if url.path == "/oauth2/exchange":
             return self._acr_exchange(handler, form)
+        if url.path == "/actions/idtoken":
+            return self._actions_id_token(handler, url)
         _send(handler, 404, b"{}", _JSON)
 
     # -- aws -----------------------------------------------------------------------------
@@ -175,6 +180,10 @@ class CloudStandIn(TokenService):
             "</Expiration></Credentials></AssumeRoleWithWebIdentityResult></AssumeRoleWithWebIdentityResponse>"
         )
         _send(handler, 200, xml.encode(), {"Content-Type": "text/xml"})
+
+    def session_keys(self, who: str) -> sigv4.AwsKeys:
+        """Keys as aws-actions/configure-aws-credentials exports them (a role's session)."""
+        return self._new_keys(who)
 
     def _new_keys(self, who: str) -> sigv4.AwsKeys:
         keys = sigv4.AwsKeys(
@@ -285,6 +294,17 @@ class CloudStandIn(TokenService):
         with self._guard:
             self._refresh.add(refresh)
         _send(handler, 200, json.dumps({"refresh_token": refresh}).encode(), _JSON)
+
+    # -- GitHub Actions' ID token endpoint (ACTIONS_ID_TOKEN_REQUEST_URL) -------------
+    def _actions_id_token(self, handler: BaseHTTPRequestHandler, url: Any) -> None:
+        self._count("actions-idtoken")
+        if handler.headers.get("Authorization") != f"bearer {self.actions_request_token}":
+            return _send(handler, 401, b'{"message":"Bad credentials"}', _JSON)
+        audience = urllib.parse.parse_qs(url.query).get("audience", [""])[0]
+        token = f"actions-{audience}-{secrets.token_hex(4)}"
+        with self._guard:
+            self.trusted_tokens.add(token)
+        _send(handler, 200, json.dumps({"count": 1, "value": token}).encode(), _JSON)
 
     # -- the registry's edge and its token realm ---------------------------------------
     def _registry_token(self, handler: BaseHTTPRequestHandler, url: Any, form: dict[str, str]) -> None:

@@ -39,6 +39,9 @@ from tests.world.kube import Cluster
 from tests.world.registry import TokenAuth, start_registry
 
 _CLOUD_ENV = [
+    "AWS_ACCESS_KEY_ID",
+    "AWS_SECRET_ACCESS_KEY",
+    "AWS_SESSION_TOKEN",
     "AWS_ROLE_ARN",
     "AWS_WEB_IDENTITY_TOKEN_FILE",
     "AWS_CONTAINER_CREDENTIALS_FULL_URI",
@@ -575,3 +578,39 @@ def test_a_pass_whose_cloud_token_is_refused_fails_naming_the_provider_then_appl
     applied = pipeline.reconcile(sync, kube=kube)
     assert applied.error is None, applied.error
     assert cluster.kubectl("-n", unique, "get", "configmap", "web").returncode == 0
+
+
+def test_ci_identities_as_the_cloud_login_actions_leave_them(
+    clouds: Clouds,
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    unique: str,
+) -> None:
+    """aws-actions/configure-aws-credentials exports a role session's keys;
+    google-github-actions/auth writes an external_account file whose subject token is the job's
+    ID token, fetched from ACTIONS_ID_TOKEN_REQUEST_URL with its bearer token."""
+    standin = clouds.standin
+    keys = standin.session_keys(f"ci-session-{unique}")
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", keys.access_key_id)
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", keys.secret_access_key)
+    monkeypatch.setenv("AWS_SESSION_TOKEN", keys.session_token)
+    monkeypatch.setenv("AWS_ENDPOINT_URL_ECR", f"{standin.url}/aws/ecr")
+    push(capsys, tmp_path, clouds.ref(ECR_HOST, f"{unique}/app"), "aws", unique)
+    assert standin.subjects[-1] == f"ci-session-{unique}"
+    audience = "//iam.googleapis.com/projects/7/locations/global/workloadIdentityPools/gh/providers/gh"
+    external = {
+        "type": "external_account",
+        "audience": audience,
+        "subject_token_type": "urn:ietf:params:oauth:token-type:jwt",
+        "token_url": f"{standin.url}/gcp/sts/v1/token",
+        "credential_source": {
+            "url": f"{standin.url}/actions/idtoken?audience={audience}",
+            "headers": {"Authorization": f"bearer {standin.actions_request_token}"},
+            "format": {"type": "json", "subject_token_field_name": "value"},
+        },
+    }
+    (tmp_path / "gha-creds.json").write_text(json.dumps(external))
+    monkeypatch.setenv("GOOGLE_APPLICATION_CREDENTIALS", str(tmp_path / "gha-creds.json"))
+    push(capsys, tmp_path, clouds.ref(GAR_HOST, f"{unique}/app"), "gcp", unique)
+    assert standin.subjects[-1] == f"{audience} file-token"

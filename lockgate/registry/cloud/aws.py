@@ -1,10 +1,12 @@
 """aws: ECR credentials from IRSA, EKS Pod Identity or a per-sync ServiceAccount token.
 
-The AWS keys come from, in this order: a per-sync ``Identity`` (its ServiceAccount token
-and ``eks.amazonaws.com/role-arn``, to STS ``AssumeRoleWithWebIdentity``); EKS Pod Identity
+The AWS keys come from, in this order (the SDKs' order for these sources): a per-sync
+``Identity`` (its ServiceAccount token and ``eks.amazonaws.com/role-arn``, to STS
+``AssumeRoleWithWebIdentity``); ``AWS_ACCESS_KEY_ID``/``AWS_SECRET_ACCESS_KEY``/
+``AWS_SESSION_TOKEN`` (what configure-aws-credentials exports in CI); IRSA (``AWS_ROLE_ARN``
+and ``AWS_WEB_IDENTITY_TOKEN_FILE``, to STS); EKS Pod Identity
 (``AWS_CONTAINER_CREDENTIALS_FULL_URI`` with the token in
-``AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE``); IRSA (``AWS_ROLE_ARN`` and
-``AWS_WEB_IDENTITY_TOKEN_FILE``, to STS). With them ECR's ``GetAuthorizationToken`` is called,
+``AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE``). With them ECR's ``GetAuthorizationToken`` is called,
 SigV4-signed, in the registry host's region; its token is base64 of ``AWS:<password>``.
 Endpoints follow AWS's service-specific endpoint variables: ``AWS_ENDPOINT_URL_STS``,
 ``AWS_ENDPOINT_URL_ECR``, then ``AWS_ENDPOINT_URL``.
@@ -35,10 +37,12 @@ _XML_FIELD = r"<{0}>([^<]*)</{0}>"
 def describe(identity: Identity | None, env: Mapping[str, str]) -> str:
     if identity is not None:
         return f"{identity.name} (role {identity.role_arn})"
+    if env.get("AWS_ACCESS_KEY_ID") and env.get("AWS_SECRET_ACCESS_KEY"):
+        return f"access key {env['AWS_ACCESS_KEY_ID']} (environment)"
+    if env.get("AWS_ROLE_ARN") and env.get("AWS_WEB_IDENTITY_TOKEN_FILE"):
+        return f"role {env['AWS_ROLE_ARN']} (IRSA)"
     if env.get("AWS_CONTAINER_CREDENTIALS_FULL_URI"):
         return "EKS Pod Identity of this pod"
-    if env.get("AWS_ROLE_ARN"):
-        return f"role {env['AWS_ROLE_ARN']} (IRSA)"
     return "none configured"
 
 
@@ -115,11 +119,16 @@ def keys(
         if not identity.role_arn:
             raise who.fail(f"{identity.name} has no {ROLE_ANNOTATION} annotation naming the IAM role")
         return _assume_role(who, env, registry, identity.role_arn, identity.token())
-    if env.get("AWS_CONTAINER_CREDENTIALS_FULL_URI"):
-        return _pod_identity(who, env)
+    if env.get("AWS_ACCESS_KEY_ID") and env.get("AWS_SECRET_ACCESS_KEY"):
+        # what aws-actions/configure-aws-credentials exports in CI (a role's session keys)
+        return AwsKeys(
+            env["AWS_ACCESS_KEY_ID"], env["AWS_SECRET_ACCESS_KEY"], env.get("AWS_SESSION_TOKEN", "")
+        )
     if env.get("AWS_ROLE_ARN") and env.get("AWS_WEB_IDENTITY_TOKEN_FILE"):
         token = _read(who, "AWS_WEB_IDENTITY_TOKEN_FILE", env["AWS_WEB_IDENTITY_TOKEN_FILE"])
         return _assume_role(who, env, registry, env["AWS_ROLE_ARN"], token)
+    if env.get("AWS_CONTAINER_CREDENTIALS_FULL_URI"):
+        return _pod_identity(who, env)
     raise who.fail(
         "no AWS workload identity: set AWS_ROLE_ARN and AWS_WEB_IDENTITY_TOKEN_FILE (IRSA) or "
         "AWS_CONTAINER_CREDENTIALS_FULL_URI (EKS Pod Identity), or give the sync a serviceAccountName"

@@ -4,11 +4,11 @@ Sources, in this order: a per-sync ``Identity`` (its ServiceAccount token, whose
 the workload identity provider from ``gcp.auth.fluxcd.io/workload-identity-provider``,
 exchanged at Google's STS, then the ``iam.gke.io/gcp-service-account`` impersonated when
 annotated); ``GOOGLE_APPLICATION_CREDENTIALS`` naming an ``external_account`` file (the
-same exchange, with the file's ``token_url``, ``credential_source.file`` and
-``service_account_impersonation_url``); else the metadata server (GKE workload identity,
-GCE), whose host ``GCE_METADATA_HOST`` overrides as Google's libraries read it. The STS and
-IAM Credentials endpoints of a per-sync identity have no documented variable;
-``LOCKGATE_GCP_STS_URL`` and ``LOCKGATE_GCP_IAM_URL`` override them.
+same exchange, with the file's ``token_url``, ``credential_source`` ``file`` or ``url`` (as
+google-github-actions/auth writes it) and ``service_account_impersonation_url``); else the
+metadata server (GKE workload identity, GCE), whose host ``GCE_METADATA_HOST`` overrides as
+Google's libraries read it. The STS and IAM Credentials endpoints of a per-sync identity have
+no documented variable; ``LOCKGATE_GCP_STS_URL`` and ``LOCKGATE_GCP_IAM_URL`` override them.
 """
 
 from __future__ import annotations
@@ -90,15 +90,29 @@ def _external_account(who: cloud_http.Who, path: str) -> tuple[str, float]:
     if not isinstance(config, dict) or config.get("type") != "external_account":
         raise who.fail(f"{path} is not an external_account credentials file")
     source = config.get("credential_source") or {}
-    if not isinstance(source, dict) or not isinstance(source.get("file"), str):
-        raise who.fail(f"{path}: only a credential_source.file is supported")
-    try:
-        subject = Path(source["file"]).read_text().strip()
-    except OSError as exc:
-        raise who.fail(f"cannot read the subject token file {source['file']} ({exc.strerror})") from None
+    if isinstance(source, dict) and isinstance(source.get("file"), str):
+        try:
+            subject = Path(source["file"]).read_text().strip()
+        except OSError as exc:
+            raise who.fail(f"cannot read the subject token file {source['file']} ({exc.strerror})") from None
+    elif isinstance(source, dict) and isinstance(source.get("url"), str):
+        # what google-github-actions/auth writes: the CI's ID token endpoint and its headers
+        given = source.get("headers")
+        headers = given if isinstance(given, dict) else {}
+        what = "the subject token URL"
+        reply = cloud_http.call(
+            who, what, "GET", source["url"], headers={str(k): str(v) for k, v in headers.items()}
+        )
+        with reply:
+            subject = reply.text.strip()
+    else:
+        raise who.fail(f"{path}: only a credential_source file or url is supported")
     fmt = source.get("format") or {}
     if isinstance(fmt, dict) and fmt.get("type") == "json":
-        subject = str(json.loads(subject).get(fmt.get("subject_token_field_name", ""), ""))
+        try:
+            subject = str(json.loads(subject).get(fmt.get("subject_token_field_name", ""), ""))
+        except (ValueError, AttributeError):
+            raise who.fail(f"{path}: the subject token is not the JSON its format names") from None
     access, expires = _exchange(
         who,
         str(config.get("token_url") or STS_URL),
