@@ -14,145 +14,32 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import os
-import re
 import time
-from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 import yaml
 
-from lockgate import cli as lockgate_cli
 from lockgate import registry
 from lockgate.errors import AuthError, UsageError
 from lockgate.registry.cloud import cache as cloud_cache
 from lockgate.signing.options import VerifyOptions
 from runner.kube.client import Kube
 from runner.pipeline import config, source
-from runner.pipeline.secretrefs import SecretReader
 from tests.integration.artifacts_support import write_tree
-from tests.integration.cloud_support import ACR_HOST, ECR_HOST, GAR_HOST, CloudStandIn, resolving
-from tests.integration.registry_front_support import ISSUER, SERVICE
+from tests.integration.cloud_fixtures import (
+    Clouds,
+    clean_env,
+    clouds,
+    irsa,
+    push,
+    run_cli,
+    sync_spec,
+)
+from tests.integration.cloud_support import ACR_HOST, ECR_HOST, GAR_HOST
 from tests.world.kube import Cluster
-from tests.world.registry import TokenAuth, start_registry
 
-_CLOUD_ENV = [
-    "AWS_ACCESS_KEY_ID",
-    "AWS_SECRET_ACCESS_KEY",
-    "AWS_SESSION_TOKEN",
-    "AWS_ROLE_ARN",
-    "AWS_WEB_IDENTITY_TOKEN_FILE",
-    "AWS_CONTAINER_CREDENTIALS_FULL_URI",
-    "AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE",
-    "AWS_ENDPOINT_URL",
-    "AWS_ENDPOINT_URL_STS",
-    "AWS_ENDPOINT_URL_ECR",
-    "GOOGLE_APPLICATION_CREDENTIALS",
-    "GCE_METADATA_HOST",
-    "AZURE_FEDERATED_TOKEN_FILE",
-    "AZURE_CLIENT_ID",
-    "AZURE_TENANT_ID",
-    "AZURE_AUTHORITY_HOST",
-    "LOCKGATE_GCP_STS_URL",
-    "LOCKGATE_GCP_IAM_URL",
-    "LOCKGATE_PROVIDER",
-]
-
-
-@dataclasses.dataclass
-class Clouds:
-    standin: CloudStandIn
-    port: int
-
-    def ref(self, host: str, repo: str) -> str:
-        return f"oci://{host}:{self.port}/{repo}:v1"
-
-
-@pytest.fixture(scope="module")
-def clouds(world_dir: Path) -> Iterator[Clouds]:
-    standin = CloudStandIn(world_dir / "cloud-standin")
-    auth = TokenAuth(
-        realm=f"{standin.url}/token", service=SERVICE, issuer=ISSUER, certificate=standin.certificate
-    )
-    reg = start_registry(world_dir, name="cloud-registry", token=auth)
-    standin.registry = reg.url
-    with resolving([ECR_HOST, GAR_HOST, ACR_HOST]):
-        yield Clouds(standin, int(standin.host.rsplit(":", 1)[1]))
-    standin.stop()
-    reg.stop()
-
-
-@pytest.fixture(autouse=True)
-def clean_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, clouds: Clouds) -> Iterator[None]:
-    for name in _CLOUD_ENV:
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("DOCKER_CONFIG", str(tmp_path / "docker"))
-    cloud_cache.DEFAULT_CACHE.forget()
-    clouds.standin.refusing = False
-    yield
-    cloud_cache.DEFAULT_CACHE.forget()
-
-
-def irsa(
-    monkeypatch: pytest.MonkeyPatch,
-    clouds: Clouds,
-    tmp_path: Path,
-    role: str = "arn:aws:iam::123456789012:role/ci",
-) -> str:
-    token = f"irsa-{tmp_path.name}"
-    clouds.standin.trusted_tokens.add(token)
-    (tmp_path / "web-identity").write_text(token)
-    monkeypatch.setenv("AWS_ROLE_ARN", role)
-    monkeypatch.setenv("AWS_WEB_IDENTITY_TOKEN_FILE", str(tmp_path / "web-identity"))
-    monkeypatch.setenv("AWS_ENDPOINT_URL_STS", f"{clouds.standin.url}/aws/sts")
-    monkeypatch.setenv("AWS_ENDPOINT_URL_ECR", f"{clouds.standin.url}/aws/ecr")
-    return token
-
-
-def run_cli(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str]:
-    code = lockgate_cli.main(list(args))
-    captured = capsys.readouterr()
-    return code, captured.out + captured.err
-
-
-def push(
-    capsys: pytest.CaptureFixture[str],
-    tmp_path: Path,
-    ref: str,
-    provider: str,
-    marker: str,
-    *,
-    apply: bool = False,
-) -> None:
-    """Push a small tree to ``ref`` with ``provider``; ``apply``: objects a cluster accepts
-    (a Namespace and a ConfigMap) instead of ``write_tree``'s, which are only read."""
-    tree = write_tree(tmp_path / "src", marker)
-    if apply:
-        tree = tmp_path / "applicable"
-        tree.mkdir()
-        (tree / "all.yaml").write_text(
-            f"apiVersion: v1\nkind: Namespace\nmetadata:\n  name: {marker}\n---\n"
-            f"apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: web\n  namespace: {marker}\n"
-            "data:\n  greeting: hello\n"
-        )
-    code, out = run_cli(capsys, "push", str(tree), ref, "--provider", provider, "--insecure")
-    assert code == 0, out
-
-
-def sync_spec(tmp_path: Path, url: str, **spec: Any) -> source.SourceSpec:
-    doc = {
-        "apiVersion": "lockgate.dev/v1alpha1",
-        "kind": "Sync",
-        "metadata": {"name": "cloudy"},
-        "spec": {"url": url, "interval": "5m", "verify": {"insecureSkip": True}, **spec},
-    }
-    path = tmp_path / "sync.yaml"
-    path.write_text(yaml.safe_dump(doc))
-    (options,) = config.load(path).syncs
-    # plain http: the stand-in registry edge is not on loopback by name (spec.insecure, issue 22 item 2)
-    return dataclasses.replace(options.source, insecure=True)
+__all__ = ["clean_env", "clouds"]  # fixtures, used by name
 
 
 def test_aws_irsa_pushes_and_a_sync_pulls_through_ecr_with_minted_credentials_only(
@@ -299,103 +186,6 @@ def test_a_provider_never_sends_a_token_to_a_host_it_does_not_serve(tmp_path: Pa
         registry.RegistryClient.for_reference(registry.parse("oci://ghcr.io/acme/app:v1"), provider="gcp")
 
 
-def test_per_sync_identity_uses_the_role_annotated_on_the_service_account(
-    clouds: Clouds,
-    cluster: Cluster,
-    monkeypatch: pytest.MonkeyPatch,
-    tmp_path: Path,
-    capsys: pytest.CaptureFixture[str],
-    unique: str,
-) -> None:
-    irsa(monkeypatch, clouds, tmp_path)  # the runner's own identity pushes
-    ref = clouds.ref(ECR_HOST, f"{unique}/app")
-    push(capsys, tmp_path, ref, "aws", unique)
-    for name in ("AWS_ROLE_ARN", "AWS_WEB_IDENTITY_TOKEN_FILE"):
-        monkeypatch.delenv(name)  # the sync may not fall back on it
-    assert cluster.sa_keys is not None
-    clouds.standin.issuer_key = cluster.sa_keys.cert.read_bytes()
-    role = f"arn:aws:iam::123456789012:role/{unique}"
-    cluster.kubectl("create", "namespace", unique)
-    cluster.kubectl("-n", unique, "create", "serviceaccount", "tenant")
-    cluster.kubectl("-n", unique, "create", "serviceaccount", "bare")
-    cluster.kubectl(
-        "-n", unique, "annotate", "serviceaccount", "tenant", f"eks.amazonaws.com/role-arn={role}"
-    )
-    kube = Kube.from_kubeconfig(cluster.kubeconfig)
-    secrets = SecretReader(kube, unique)
-    spec = sync_spec(tmp_path, ref, provider="aws", serviceAccountName="tenant")
-    assert spec.identity_account == "tenant"
-    sts_before = clouds.standin.counts["aws-sts"]
-    assert source.fetch(spec, secrets=secrets).digest.startswith("sha256:")
-    assert clouds.standin.subjects[-1] == f"{role} as system:serviceaccount:{unique}:tenant"
-    assert source.fetch(spec, secrets=secrets).digest.startswith("sha256:")
-    assert clouds.standin.counts["aws-sts"] == sts_before + 1  # the second pass used the cache
-    bare = dataclasses.replace(spec, identity_account="bare")
-    missing = re.escape(f"ServiceAccount {unique}/bare has no eks.amazonaws.com/role-arn")
-    with pytest.raises(AuthError, match=missing):
-        source.fetch(bare, secrets=secrets)
-
-
-def test_the_cloud_identity_component_lets_the_runner_mint_only_lockgate_apply_tokens(
-    clouds: Clouds,
-    cluster: Cluster,
-    monkeypatch: pytest.MonkeyPatch,
-    tmp_path: Path,
-    capsys: pytest.CaptureFixture[str],
-    unique: str,
-) -> None:
-    """deploy/components/cloud-identity on the namespaced variant, used with the runner's real token."""
-    from tests.integration.test_deploy import DEPLOY, apply, build, relocate
-    from tests.integration.test_deploy_rbac import forbidden, install, request
-
-    sys_ns = f"{unique}-sys"
-    install(cluster, unique, "namespaced", {"lockgate-system": sys_ns, "apps": f"{unique}-apps"})
-    overlay = tmp_path / "overlay"
-    overlay.mkdir()
-    (overlay / "kustomization.yaml").write_text(
-        yaml.safe_dump({"components": [os.path.relpath(DEPLOY / "components" / "cloud-identity", overlay)]})
-    )
-    apply(cluster, relocate(build(overlay), {"lockgate-system": sys_ns}, f"-{unique}"))
-    role = f"arn:aws:iam::123456789012:role/{unique}"
-    cluster.kubectl(
-        "-n", sys_ns, "annotate", "serviceaccount", "lockgate-apply", f"eks.amazonaws.com/role-arn={role}"
-    )
-    token = cluster.kubectl("create", "token", "lockgate", "-n", sys_ns, "--duration=1h").stdout.strip()
-    runner = tmp_path / "runner.kubeconfig"
-    runner.write_text(
-        yaml.safe_dump(
-            {
-                "apiVersion": "v1",
-                "kind": "Config",
-                "clusters": [
-                    {
-                        "name": "w",
-                        "cluster": {"server": cluster.server, "certificate-authority": str(cluster.ca)},
-                    }
-                ],
-                "users": [{"name": "sa", "user": {"token": token}}],
-                "contexts": [{"name": "sa", "context": {"cluster": "w", "user": "sa"}}],
-                "current-context": "sa",
-            }
-        )
-    )
-    refused = request(
-        cluster, runner, "create", "token", "lockgate", "-n", sys_ns, "--audience=sts.amazonaws.com"
-    )
-    assert forbidden(refused, "serviceaccounts/token"), refused
-    irsa(monkeypatch, clouds, tmp_path)
-    ref = clouds.ref(ECR_HOST, f"{unique}/app")
-    push(capsys, tmp_path, ref, "aws", unique)
-    for name in ("AWS_ROLE_ARN", "AWS_WEB_IDENTITY_TOKEN_FILE"):
-        monkeypatch.delenv(name)
-    assert cluster.sa_keys is not None
-    clouds.standin.issuer_key = cluster.sa_keys.cert.read_bytes()
-    spec = sync_spec(tmp_path, ref, provider="aws", serviceAccountName="lockgate-apply")
-    secrets = SecretReader(Kube.from_kubeconfig(runner), sys_ns)
-    assert source.fetch(spec, secrets=secrets).digest.startswith("sha256:")
-    assert clouds.standin.subjects[-1] == f"{role} as system:serviceaccount:{sys_ns}:lockgate-apply"
-
-
 def test_credentials_the_registry_refuses_are_dropped_and_the_next_pass_mints_new_ones(
     clouds: Clouds,
     monkeypatch: pytest.MonkeyPatch,
@@ -458,65 +248,6 @@ def test_serve_shares_one_client_per_identity_while_its_credentials_are_fresh(
         assert renewed.head_manifest(f"{unique}/app", "v1") is not None
     finally:
         clouds.standin.lifetime = 3600
-
-
-@pytest.mark.parametrize("provider", ["gcp", "azure"])
-def test_per_sync_identity_for_gcp_and_azure_from_the_service_account_annotations(
-    provider: str,
-    clouds: Clouds,
-    cluster: Cluster,
-    monkeypatch: pytest.MonkeyPatch,
-    tmp_path: Path,
-    capsys: pytest.CaptureFixture[str],
-    unique: str,
-) -> None:
-    standin = clouds.standin
-    # the runner's own identity pushes (a federated file token), then leaves the sync on its own
-    standin.trusted_tokens.add(f"fed-{unique}")
-    (tmp_path / "federated").write_text(f"fed-{unique}")
-    wip = "projects/42/locations/global/workloadIdentityPools/clusters/providers/world"
-    if provider == "gcp":
-        host = GAR_HOST
-        external = {
-            "type": "external_account",
-            "audience": f"//iam.googleapis.com/{wip}",
-            "subject_token_type": "urn:ietf:params:oauth:token-type:jwt",
-            "token_url": f"{standin.url}/gcp/sts/v1/token",
-            "credential_source": {"file": str(tmp_path / "federated")},
-        }
-        (tmp_path / "external.json").write_text(json.dumps(external))
-        monkeypatch.setenv("GOOGLE_APPLICATION_CREDENTIALS", str(tmp_path / "external.json"))
-        annotations = [
-            f"gcp.auth.fluxcd.io/workload-identity-provider={wip}",
-            f"iam.gke.io/gcp-service-account={unique}@p.iam.gserviceaccount.com",
-        ]
-        expected = f"{unique}@p.iam.gserviceaccount.com"
-    else:
-        host = ACR_HOST
-        monkeypatch.setenv("AZURE_FEDERATED_TOKEN_FILE", str(tmp_path / "federated"))
-        monkeypatch.setenv("AZURE_CLIENT_ID", "runner-client")
-        monkeypatch.setenv("AZURE_TENANT_ID", "tenant-a")
-        annotations = [
-            "azure.workload.identity/client-id=tenant-client",
-            "azure.workload.identity/tenant-id=tenant-b",
-        ]
-        expected = f"client tenant-client as system:serviceaccount:{unique}:tenant"
-    monkeypatch.setenv("AZURE_AUTHORITY_HOST", standin.url)
-    monkeypatch.setenv("LOCKGATE_GCP_STS_URL", f"{standin.url}/gcp/sts/v1/token")
-    monkeypatch.setenv("LOCKGATE_GCP_IAM_URL", standin.url)
-    ref = clouds.ref(host, f"{unique}/app")
-    push(capsys, tmp_path, ref, provider, unique)
-    for name in ("GOOGLE_APPLICATION_CREDENTIALS", "AZURE_FEDERATED_TOKEN_FILE"):
-        monkeypatch.delenv(name, raising=False)
-    assert cluster.sa_keys is not None
-    standin.issuer_key = cluster.sa_keys.cert.read_bytes()
-    cluster.kubectl("create", "namespace", unique)
-    cluster.kubectl("-n", unique, "create", "serviceaccount", "tenant")
-    cluster.kubectl("-n", unique, "annotate", "serviceaccount", "tenant", *annotations)
-    spec = sync_spec(tmp_path, ref, provider=provider, serviceAccountName="tenant")
-    secrets = SecretReader(Kube.from_kubeconfig(cluster.kubeconfig), unique)
-    assert source.fetch(spec, secrets=secrets).digest.startswith("sha256:")
-    assert standin.subjects[-1] == expected
 
 
 def test_an_image_repository_with_a_provider_is_scanned_with_the_cloud_identity(
