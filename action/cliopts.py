@@ -1,11 +1,12 @@
-"""Options every CI-side command shares: registry access (``--creds``, ``--insecure``) and ``--output``.
+"""Options every CI-side command shares: registry access (``--creds``, ``--insecure``,
+``--provider``) and ``--output``.
 
 One definition, so ``push``, ``pull``, ``sign``, ``verify`` and the rest spell, document
 and interpret them the same way; ``client_for`` turns them into a registry client. The TLS
-flags (``--ca-file``, ``--cert-file``, ``--key-file``, as oras names them) are kept in the
-click context rather than passed through every command's signature: ``client_for`` reads
-them from there, and the environment (``SSL_CERT_FILE``, ``HTTPS_PROXY``...) is read by
-``lockgate.registry.connection``.
+flags (``--ca-file``, ``--cert-file``, ``--key-file``, as oras names them) and ``--provider``
+are kept in the click context rather than passed through every command's signature:
+``client_for`` reads them from there, and the environment (``SSL_CERT_FILE``, ``HTTPS_PROXY``...)
+is read by ``lockgate.registry.connection``.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 
 _TLS_FLAGS = "lockgate.registry.tls-flags"
+PROVIDER_KEY = "lockgate.provider"
 
 
 def _keep_tls_flag(ctx: click.Context, param: click.Parameter, value: str | None) -> None:
@@ -31,9 +33,16 @@ def _keep_tls_flag(ctx: click.Context, param: click.Parameter, value: str | None
         ctx.meta.setdefault(_TLS_FLAGS, {})[param.name] = value
 
 
+def _keep_provider(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    if value is not None:
+        ctx.meta[PROVIDER_KEY] = value
+    return value
+
+
 def registry_options(func: F) -> F:
     """``--creds USER:PASSWORD`` and ``--insecure``, passed as ``creds`` and ``insecure``; the TLS
-    flags ``--ca-file``, ``--cert-file`` and ``--key-file``, kept for ``client_for``."""
+    flags ``--ca-file``, ``--cert-file`` and ``--key-file`` and ``--provider`` (Flux's
+    ``provider``), kept for ``client_for``."""
     for flag, text in (
         ("--key-file", "The key of --cert-file (PEM)."),
         ("--cert-file", "A client certificate (PEM) for registries that require one (mTLS)."),
@@ -43,6 +52,16 @@ def registry_options(func: F) -> F:
         func = click.option(
             flag, metavar="FILE", help=text, expose_value=False, callback=_keep_tls_flag
         )(func)
+    func = click.option(
+        "--provider",
+        type=click.Choice(["generic", "aws", "azure", "gcp"]),
+        envvar="LOCKGATE_PROVIDER",
+        expose_value=False,
+        is_eager=True,
+        callback=_keep_provider,
+        help="Registry credentials from this cloud's workload identity (ECR, Artifact Registry, ACR); "
+        "generic (default): --creds or the Docker config.",
+    )(func)
     func = click.option(
         "--creds", metavar="USER:PASSWORD", help="Registry credentials (else Docker config)."
     )(func)
@@ -60,8 +79,14 @@ def client_for(ref: registry.Reference, creds: str | None, insecure: bool) -> re
     from lockgate import registry
 
     explicit = registry.Credentials.from_flag(creds) if creds else None
+    context = click.get_current_context(silent=True)
+    provider = str(context.meta.get(PROVIDER_KEY) or "generic") if context is not None else "generic"
     return registry.RegistryClient.for_reference(
-        ref, credentials=explicit, insecure=insecure, options=transport_options(insecure)
+        ref,
+        credentials=explicit,
+        insecure=insecure,
+        options=transport_options(insecure),
+        provider=provider,
     )
 
 

@@ -103,6 +103,12 @@ _CONTEXT = click.option("--context", help="The kubeconfig context to use (defaul
     is_flag=True,
     help="Let the artifact's kustomization fetch remote resources (refused by default).",
 )
+@click.option(
+    "--provider",
+    type=click.Choice(["generic", "aws", "azure", "gcp"]),
+    default="generic",
+    help="Registry credentials from this cloud's workload identity (a Sync's spec.provider).",
+)
 @_CONTEXT
 @click.option("--config", "config_path", type=click.Path(path_type=Path), help="A file of Sync documents.")
 @output_option
@@ -146,6 +152,7 @@ def reconcile(
     max_files: int,
     max_ratio: float,
     allow_remote_bases: bool,
+    provider: str,
     context: str | None,
     config_path: Path | None,
     output: str,
@@ -202,6 +209,7 @@ def reconcile(
             limits=limits.Limits(max_total_bytes=max_size, max_files=max_files, max_ratio=max_ratio),
             allow_remote_bases=allow_remote_bases,
             signed_repository=verify_signed_repository,
+            provider=provider,
         )
         syncs, cluster = [sync], ""
     for warning in (w for sync in syncs for w in sync.source.warnings):

@@ -121,6 +121,14 @@ INPUTS: tuple[Spec, ...] = (
         secret=True,
     ),
     Spec("insecure", "Plain http to the registry (automatic for localhost and 127.0.0.1).", _FLAG, "false"),
+    Spec(
+        "provider",
+        "Registry credentials from the cloud's workload identity: generic, aws (ECR), gcp "
+        "(Artifact Registry) or azure (ACR); see docs/registries.md.",
+        _CHOICE,
+        "generic",
+        choices=("generic", "aws", "gcp", "azure"),
+    ),
     Spec("name", "reconcile: the sync name (its inventory is the Secret lockgate-NAME)."),
     Spec("semver", "reconcile: pick the highest tag in this semver range, e.g. >=1.0.0 <2.0.0."),
     Spec("config", "reconcile: a file of Sync documents instead of url and name."),

@@ -89,7 +89,9 @@ def _build_flags(inputs: Inputs) -> list[str]:
 
 
 def _common(inputs: Inputs) -> list[str]:
-    return (["--insecure"] if inputs.flag("insecure") else []) + ["--output", "json"]
+    provider = inputs.text("provider")
+    cloud = ["--provider", provider] if provider and provider != "generic" else []
+    return (["--insecure"] if inputs.flag("insecure") else []) + cloud + ["--output", "json"]
 
 
 def _push(inputs: Inputs, env: Mapping[str, str], workdir: Path, files: dict[Path, str]) -> list[str]:

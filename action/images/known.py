@@ -83,6 +83,7 @@ IMAGE_AUTOMATION: Schema = {
                 "exclude": ANY,
                 "credentials": ANY,
                 "insecure": ANY,
+                "provider": ANY,
                 "semver": ANY,
                 "alphabetical": ANY,
                 "numerical": ANY,

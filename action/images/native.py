@@ -21,6 +21,7 @@
           exclude: ["^.*\\.sig$"]   # optional, Flux's default
           digest: Never          # Never | IfNotPresent | Always
           insecure: false
+          provider: generic      # aws | azure | gcp: the cloud's workload identity (Flux's provider)
           credentials: ${RUNNER_TEMP}/regcred.json   # optional Docker config file, kept out of Git
 
 Each image expands into an ImageRepository and an ImagePolicy named after it in the
@@ -88,6 +89,7 @@ def expand(f: Fields) -> list[Object]:
                 exclusion_list=exclusions,
                 credentials_file=item.string("credentials") or None,
                 insecure=item.boolean("insecure"),
+                provider=item.enum("provider", ("generic", "aws", "azure", "gcp"), default="generic"),
                 where=f.where,
             )
         )

@@ -47,6 +47,9 @@ def connect(
 ) -> tuple[registry.RegistryClient, str, str]:
     """A client for ``repo``'s registry, the repository name in it, and the credentials' origin."""
     ref = reference.parse(canonical(repo.image))
+    if repo.provider != "generic" and not (repo.secret_ref or repo.credentials_file):
+        client = registry.RegistryClient.for_reference(ref, insecure=repo.insecure, provider=repo.provider)
+        return client, ref.repository, f"provider {repo.provider}"
     access = credentials.for_repository(repo, ref.host, secrets_dir=secrets_dir)
     options = transport.options_for(repo, secrets_dir=secrets_dir)
     if access.ambient:

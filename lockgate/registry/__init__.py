@@ -5,6 +5,8 @@
 proxy and http-or-https settings, ``client`` holds the distribution API verbs and ``oci`` the
 typed documents. ``layout_dir`` offers the same verbs over an ``oci-layout://`` directory, and
 ``copy`` moves an artifact with its signatures and referrers between any two of them.
+``cloud`` mints credentials for ECR, Artifact Registry and ACR from a cloud's workload
+identity (``provider``).
 
 The names below are loaded on first use (PEP 562): importing ``lockgate.registry.oci`` or
 ``reference`` (as packing and ``lockgate build`` do) must not import the HTTP stack, which is

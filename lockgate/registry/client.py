@@ -13,11 +13,18 @@ import hashlib
 import urllib.parse
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 import requests
 
-from lockgate.errors import AuthError, LockgateError, RegistryError, ResolveError, VerificationError
+from lockgate.errors import (
+    AuthError,
+    LockgateError,
+    RegistryError,
+    ResolveError,
+    UsageError,
+    VerificationError,
+)
 from lockgate.registry import credentials as creds_mod
 from lockgate.registry import oci
 from lockgate.registry.cache import SMALL_BLOB, Listing, RegistryCache
@@ -26,6 +33,9 @@ from lockgate.registry.credentials import Credentials
 from lockgate.registry.oci import MANIFEST_TYPES, OCI_INDEX, Referrers, referrers_tag, sha256_digest
 from lockgate.registry.reference import DIGEST_PATTERN, Reference
 from lockgate.registry.transport import RetryPolicy, Transport
+
+if TYPE_CHECKING:
+    from lockgate.registry import cloud
 
 CHUNK = 1 << 20
 MAX_MANIFEST_BYTES = oci.MAX_DOCUMENT_BYTES
@@ -62,11 +72,15 @@ class RegistryClient:
         retry: RetryPolicy | None = None,
         cache: RegistryCache | None = None,
         options: TransportOptions | None = None,
+        provider: str = "generic",
+        identity: cloud.Identity | None = None,
     ) -> RegistryClient:
         """A client for ``ref.host``; plain http when ``insecure``, https then http when loopback.
 
         ``cache``: for a long-lived client, what to remember between calls (one per credentials).
         ``options``: CA, client certificate and proxy (``lockgate.registry.connection``).
+        ``provider`` (aws, azure, gcp): credentials from the cloud's workload identity (or
+        ``identity``, a per-sync one) instead of the Docker config (``lockgate.registry.cloud``).
         An ``oci-layout://`` reference gets the layout directory's store (``layout_dir``)."""
         if ref.layout is not None:
             from pathlib import Path
@@ -74,8 +88,18 @@ class RegistryClient:
             from lockgate.registry import layout_dir
 
             return layout_dir.LayoutStore.open(Path(ref.layout))
+        refused = None
+        if provider != "generic":
+            from lockgate.registry import cloud as cloud_mod
+
+            if credentials is not None:
+                raise UsageError(f"provider {provider} mints the credentials; do not pass others as well")
+            minted = cloud_mod.credentials(provider, ref.host, identity=identity, insecure=insecure)
+            if minted is not None:
+                credentials, refused = minted.credentials, cloud_mod.forgetting(minted.credentials)
         found = creds_mod.find(ref.host, explicit=credentials)
         transport = Transport(ref.host, credentials=found, insecure=insecure, retry=retry, options=options)
+        transport.on_refused = refused
         return cls(transport, cache=cache)
 
     @property

@@ -23,7 +23,7 @@ import threading
 import time
 import urllib.parse
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import IO, Any
 
@@ -109,6 +109,8 @@ class Transport:
         self.session.headers["User-Agent"] = f"lockgate/{__version__}"
         self._basic = False
         self._tokens: dict[str, str] = {}
+        #: called when the registry refuses ``credentials`` (a cloud token cache drops them)
+        self.on_refused: Callable[[], None] | None = None
         self.counts: Counter[str] = Counter()
         self._count_lock = threading.Lock()
 
@@ -345,6 +347,8 @@ class Transport:
         raise RegistryError(f"the token service of {self.host} redirected more than {MAX_REDIRECTS} times")
 
     def _refused(self, scope: str) -> AuthError:
+        if self.credentials is not None and self.on_refused is not None:
+            self.on_refused()
         if self.credentials is None:
             return AuthError(
                 f"registry {self.host} requires authentication for {scope}: "

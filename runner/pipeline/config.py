@@ -25,6 +25,7 @@ from lockgate.artifact.limits import Limits
 from lockgate.errors import LockgateError, UsageError
 from lockgate.model import parse_duration
 from lockgate.redact import scrub
+from lockgate.registry import cloud
 from lockgate.signing.options import Spelling, VerifyOptions, build_policy, policy_warnings
 from runner.pipeline import decrypt, source, syncdoc
 from runner.pipeline.documents import (
@@ -105,9 +106,13 @@ def sync_options(
     limits: Limits | None = None,
     allow_remote_bases: bool = False,
     signed_repository: str | None = None,
+    provider: str = "generic",
 ) -> SyncOptions:
     if not 0 < max_prune_share <= 1:
         raise UsageError(f"--max-prune-share {max_prune_share}: expected a share in (0, 1]")
+    misfit = cloud.misfit(provider, url)
+    if misfit is not None:
+        raise UsageError(f"--provider: {misfit}")
     policy = build_policy(verify, spelling)
     if policy is None and not verify.insecure_skip:
         raise UsageError(source.missing_policy(spelling))
@@ -126,6 +131,7 @@ def sync_options(
             signed_repository=None
             if signed_repository is None
             else registry.repository_name(signed_repository, "--verify-signed-repository"),
+            provider=provider,
         ),
         namespace=namespace,
         target_namespace=target_namespace,

@@ -623,6 +623,15 @@ class SyncSpec:
         "https, then http, without it.",
         default=False,
     )
+    provider: Literal["generic", "aws", "azure", "gcp"] = attr(
+        "provider",
+        "Registry credentials from the cloud's workload identity, as Flux's OCIRepository provider: "
+        "aws (ECR), gcp (Artifact Registry, gcr.io), azure (ACR); generic uses secretRef or none. With "
+        "serviceAccountName (or the Runner's defaultServiceAccount), the identity annotated on that "
+        "ServiceAccount (a token requested for it with the cloud's audience), else the runner's own. "
+        "Tokens are cached until shortly before they expire (docs/registries.md).",
+        default="generic",
+    )
     verify: Verify = attr("verify", "Signature verification; fails closed without a policy.", factory=Verify)
     post_build: PostBuild = attr(
         "postBuild",

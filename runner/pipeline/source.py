@@ -27,7 +27,7 @@ from lockgate.errors import RenderError, ResolveError, UsageError, VerificationE
 from lockgate.manifests import K8sObject
 from lockgate.signing import buildclaims, github
 from lockgate.signing.options import Spelling, field_spelling
-from runner.pipeline import overlays, transportrefs
+from runner.pipeline import cloudidentity, overlays, transportrefs
 from runner.pipeline.secretrefs import SecretReader
 from runner.plan import overlay as overlay_plan
 from runner.plan.overlay import Overlay
@@ -113,6 +113,10 @@ class SourceSpec:
     overlay: Overlay | None = None
     #: the repository key signatures name when ``url`` is a mirror (``spec.verify.signedRepository``)
     signed_repository: str | None = None
+    #: ``spec.provider``: registry credentials from this cloud's workload identity
+    provider: str = "generic"
+    #: with a provider, the ServiceAccount (``spec.serviceAccountName``) whose annotated identity is used
+    identity_account: str | None = None
 
     @property
     def needs_secrets(self) -> bool:
@@ -120,6 +124,7 @@ class SourceSpec:
             self.secret_ref is not None
             or self.cert_secret_ref is not None
             or self.proxy_secret_ref is not None
+            or self.identity_account is not None
             or self.verify_secret_ref is not None
             or any(a.secret_ref is not None for a in self.attestations)
         )
@@ -345,6 +350,11 @@ def build(
 
 def _reader(spec: SourceSpec, secrets: SecretReader | None) -> SecretReader:
     if secrets is None:
+        if spec.identity_account and not spec.secret_ref:
+            raise UsageError(
+                "spec.serviceAccountName with spec.provider names the ServiceAccount whose cloud "
+                "identity pulls, but this pass has no cluster to read it from"
+            )
         field = "spec.secretRef" if spec.secret_ref else "spec.verify.secretRef"
         raise UsageError(f"{field} names a Secret, but this pass has no cluster to read it from")
     return secrets
@@ -377,7 +387,19 @@ def fetch(
         if spec.secret_ref is not None:
             creds = _reader(spec, secrets).registry_credentials(spec.secret_ref, base.host)
         options = transport_options(spec, secrets)
-        client = registry.RegistryClient.for_reference(base, credentials=creds, options=options)
+        identity = None
+        if spec.identity_account is not None:
+            reader = _reader(spec, secrets)
+            account, provider = spec.identity_account, spec.provider
+            identity = cloudidentity.identity(reader.kube, reader.namespace, account, provider)
+        client = registry.RegistryClient.for_reference(
+            base,
+            credentials=creds,
+            options=options,
+            provider=spec.provider,
+            identity=identity,
+            insecure=spec.insecure,
+        )
     policy = spec.policy
     if spec.verify_secret_ref is not None:
         policy = _reader(spec, secrets).key_policy(spec.verify_secret_ref)

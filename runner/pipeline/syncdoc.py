@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 from lockgate import located, registry, semver
 from lockgate.artifact.limits import Limits
 from lockgate.errors import LockgateError, UsageError
+from lockgate.registry import cloud
 from lockgate.signing import buildclaims, github
 from lockgate.signing.buildclaims import BuildClaims
 from lockgate.signing.github import GitHubClaims
@@ -69,6 +70,15 @@ def _check_source(sync: SyncEntry, messages: list[str]) -> None:
             semver.Constraints.parse(spec.semver)
         except semver.SemverError as exc:
             messages.append(f"{sync.where(('spec', 'semver'))}: spec.semver: {spec.semver!r}: {exc}")
+    if spec.provider != "generic":
+        where = sync.where(("spec", "provider"))
+        if spec.secret_ref is not None:
+            messages.append(
+                f"{where}: spec.provider {spec.provider} mints the credentials; drop spec.secretRef"
+            )
+        problem = cloud.misfit(spec.provider, spec.url)
+        if problem is not None:
+            messages.append(f"{where}: spec.provider: {problem}")
 
 
 def _policy(sync: SyncEntry, messages: list[str]) -> Policy | None:
@@ -146,6 +156,10 @@ def options(
             signed_repository=None
             if verify.signed_repository is None
             else registry.repository_name(verify.signed_repository, "spec.verify.signedRepository"),
+            provider=spec.provider,
+            identity_account=(spec.service_account_name or runner.default_service_account)
+            if spec.provider != "generic"
+            else None,
         ),
         namespace=spec.namespace or runner.namespace,
         target_namespace=spec.target_namespace,

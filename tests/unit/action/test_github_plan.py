@@ -267,3 +267,12 @@ def test_the_source_and_build_pins_reach_verify_and_reconcile() -> None:
     assert reconciled.argv[8:-2] == tuple(
         part for stem, value in zip(stems, values, strict=True) for part in (f"--verify-{stem}", value)
     )
+
+
+def test_provider_reaches_the_registry_commands_as_a_flag() -> None:
+    ecr = "oci://123456789012.dkr.ecr.eu-west-1.amazonaws.com/app"
+    pushed = make(command="push", path="deploy", url=f"{ecr}:main", provider="aws")
+    assert pushed.argv[pushed.argv.index("--provider") + 1] == "aws"
+    verified = make(command="verify", url=f"{ecr}@sha256:{'a' * 64}", key="k.pub", provider="gcp")
+    assert verified.argv[verified.argv.index("--provider") + 1] == "gcp"
+    assert "--provider" not in make(command="push", path="deploy", url=f"{ecr}:main").argv
