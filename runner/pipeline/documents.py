@@ -350,12 +350,15 @@ class Decryption:
 
 @dataclass(frozen=True)
 class Notify:
-    """Where a pass's outcome is reported: a GitHub commit status, a generic webhook or Slack."""
+    """Where a pass's outcome is reported: a forge's commit status, a generic webhook or Slack."""
 
-    type: Literal["github", "generic", "slack"] = attr(
+    type: Literal[
+        "github", "generic", "slack", "gitlab", "gitea", "bitbucket", "bitbucketserver", "azuredevops"
+    ] = attr(
         "type",
-        "github: a commit status on the commit the artifact was built from; generic: Flux's event "
-        "JSON POSTed to address; slack: a Slack incoming-webhook message.",
+        "github, gitlab, gitea (also Forgejo), bitbucket (Cloud), bitbucketserver, azuredevops: a "
+        "commit status on the commit the artifact was built from (Flux's provider names); generic: "
+        "Flux's event JSON POSTed to address; slack: a Slack incoming-webhook message.",
         required=True,
     )
     address: str | None = attr(
@@ -366,22 +369,32 @@ class Notify:
     )
     secret_ref: str | None = attr(
         "secretRef",
-        "A Secret of the runner namespace: token (github: the API token, required; generic: the "
+        "A Secret of the runner namespace: token (a forge: the API token, required; bitbucket: "
+        "user:app-password; bitbucketserver: or username and password entries; generic: the "
         "HMAC key of the X-Signature header) and address. Read when a notification is sent.",
         reference=True,
     )
     api_url: str | None = attr(
         "apiURL",
-        "github: the REST API base URL (default https://api.github.com; GitHub Enterprise: "
-        "https://HOST/api/v3).",
+        "A forge: the REST API base URL. Default: github https://api.github.com; the others "
+        "derived from the artifact's source URL (gitlab https://HOST/api/v4, gitea "
+        "https://HOST/api/v1, bitbucket https://api.bitbucket.org/2.0, bitbucketserver "
+        "https://HOST/rest/api/latest, azuredevops https://dev.azure.com/ORG).",
         pattern="^https?://",
     )
     context: str | None = attr(
         "context",
-        "github: the commit status context (default lockgate/{cluster}/{sync}, the Runner's "
+        "A forge: the commit status context (default lockgate/{cluster}/{sync}, the Runner's "
         "clusterName and the sync's name); {cluster} and {sync} are replaced.",
     )
-    target_url: str | None = attr("targetURL", "github: the status's link (e.g. a dashboard).")
+    target_url: str | None = attr("targetURL", "A forge: the status's link (e.g. a dashboard).")
+    cert_secret_ref: str | None = attr(
+        "certSecretRef",
+        "A forge with a private CA: a Secret (same namespace as secretRef's) whose ca.crt entry "
+        "holds the PEM CA certificate(s) the forge's TLS certificate must chain to, as Flux's "
+        "Provider certSecretRef.",
+        reference=True,
+    )
 
 
 @dataclass(frozen=True)

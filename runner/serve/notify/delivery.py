@@ -26,6 +26,7 @@ from urllib.parse import urlsplit
 import requests
 
 from lockgate.errors import LockgateError
+from lockgate.forge.base import trusting
 from lockgate.redact import scrub
 
 log = logging.getLogger("lockgate.notify")
@@ -42,6 +43,8 @@ class Request:
     url: str
     body: bytes
     headers: Mapping[str, str] = field(default_factory=dict)
+    #: PEM CA certificates the server's must chain to (a provider's certSecretRef ``ca.crt``)
+    ca: bytes | None = None
 
 
 class Undeliverable(Exception):
@@ -193,13 +196,15 @@ class Queue:
             self._sent(job.provider, job.sync)
 
     def _send(self, request: Request) -> None:
-        response = self._session.post(
-            request.url,
-            data=request.body,
-            headers={"Content-Type": "application/json", **request.headers},
-            timeout=self.timeout,
-            allow_redirects=False,
-        )
+        with trusting(request.ca) as verify:
+            response = self._session.post(
+                request.url,
+                data=request.body,
+                headers={"Content-Type": "application/json", **request.headers},
+                timeout=self.timeout,
+                allow_redirects=False,
+                verify=verify,
+            )
         status = response.status_code
         response.close()
         if status < 300:
@@ -249,6 +254,8 @@ def _describe(exc: BaseException) -> str:
         return str(exc)
     if isinstance(exc, requests.Timeout):
         return "timed out"
+    if isinstance(exc, requests.exceptions.SSLError):
+        return "TLS verification failed (set certSecretRef: a Secret whose ca.crt the server's chains to)"
     if isinstance(exc, UnicodeDecodeError):
         return "a Secret entry is not UTF-8 text"
     if isinstance(exc, requests.ConnectionError):
