@@ -108,13 +108,13 @@ def from_environment(
 ) -> Proposer:
     """The forge's pull requests for the repository of ``remote_url``, with the job's token."""
     env = os.environ if env is None else env
-    where = target(env, remote_url, chosen)
-    name = where.repository.forge
+    name = _forge_of(env, remote_url, chosen)
     variables = ("LOCKGATE_FORGE_TOKEN", *TOKEN_VARIABLES[name])
     token = next((env[v] for v in variables if env.get(v)), "")
     if not token:
         raise UsageError(
             f"--pr needs {TOKEN_VARIABLES[name][0]} {_HOW[name]} (or LOCKGATE_FORGE_TOKEN) to write "
-            f"the {name} pull request of {where.repository}"
+            f"the {name} pull request"
         )
+    where = target(env, remote_url, chosen)
     return forge.pull_requests(where.repository, Credentials(token=token), api_url=where.api_url)
