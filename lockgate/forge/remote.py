@@ -161,7 +161,9 @@ def _azure_devops(url: str, netloc: str, segments: list[str]) -> Repository:
             scheme = "http" if url.startswith("http://") else "https"
             base = "/".join([f"{scheme}://{netloc}", *segments[: at - 1]])
             if host == "dev.azure.com" and at < 2:
-                raise NotARepository(f"{url!r}: no organisation: https://dev.azure.com/ORG/PROJECT/_git/REPO")
+                raise NotARepository(
+                    f"{url!r}: no organisation; an Azure DevOps repository URL is https://dev.azure.com/ORG/PROJECT/_git/REPO"
+                )
             return Repository("azuredevops", base, segments[at - 1], segments[at + 1])
     raise NotARepository(
         f"{url!r}: an Azure DevOps repository URL is https://dev.azure.com/ORG/PROJECT/_git/REPO"
