@@ -7,13 +7,13 @@ import hashlib
 
 from lockgate import forge
 from lockgate.forge import remote
-from lockgate.forge.base import Credentials, Status
+from lockgate.forge.base import Credentials, Request, Status
 
 SHA = "6d1e0c3b9f2a4e5d8c7b6a5f4e3d2c1b0a9f8e7d"
 STATUS = Status("failure", "health check failed: Deployment/web", "lockgate/east/web", "https://dash/web")
 
 
-def _request(url: str, name: str, credentials: Credentials, api_url: str | None = None) -> forge.Request:
+def _request(url: str, name: str, credentials: Credentials, api_url: str | None = None) -> Request:
     repository = remote.repository(url, remote.forge_name(name))
     return forge.status_request(repository, SHA, STATUS, credentials, api_url=api_url)
 
