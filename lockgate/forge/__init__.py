@@ -17,7 +17,7 @@ from lockgate.forge import azuredevops, bitbucket, bitbucketserver, gitea, githu
 from lockgate.forge.base import Client, Credentials, Proposer, Request, Status
 from lockgate.forge.remote import FORGES, ForgeName, Repository
 
-__all__ = ["FORGES", "ForgeName", "module", "pull_requests", "status_request"]
+__all__ = ["FORGES", "ForgeName", "api_root", "module", "pull_requests", "status_request"]
 
 _MODULES: dict[ForgeName, ModuleType] = {
     "github": github,
@@ -36,10 +36,6 @@ def module(forge: ForgeName) -> ModuleType:
 def api_root(repository: Repository, api_url: str | None = None) -> str:
     root = api_url or module(repository.forge).api_root(repository)
     return str(root).rstrip("/")
-
-
-def max_description(forge: ForgeName) -> int:
-    return int(module(forge).MAX_DESCRIPTION)
 
 
 def status_request(

@@ -31,7 +31,6 @@ from lockgate.forge.remote import Repository
 
 API_VERSION = "7.1"
 GENRE = "lockgate"
-MAX_DESCRIPTION = 140
 #: Azure DevOps refuses a pull request description over 4000 characters
 MAX_PR_DESCRIPTION = 4000
 _STATE = {"pending": "pending", "success": "succeeded", "failure": "error"}

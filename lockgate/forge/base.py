@@ -52,7 +52,8 @@ class Credentials:
 
     def basic(self) -> str:
         """``Basic base64(user:password)``; a token ``user:app-password`` (Bitbucket) splits at ':'."""
-        user, password = (self.username, self.password) if self.password else self.token.split(":", 1)
+        pair = f"{self.username}:{self.password}" if self.password else self.token
+        user, _, password = pair.partition(":")
         return "Basic " + base64.b64encode(f"{user}:{password}".encode()).decode()
 
 
@@ -155,7 +156,14 @@ class Client:
                 f"cannot reach the {self.forge} API at {self.api_root}: {reason}"
             ) from None
         if response.status_code in ok:
-            return response.json() if response.content else {}
+            try:
+                return response.json() if response.content else {}
+            except ValueError:
+                raise PullRequestError(
+                    f"{self.forge} API {method} {path} answered HTTP {response.status_code} without JSON "
+                    f"(is {self.api_root} the API base?)",
+                    status=response.status_code,
+                ) from None
         detail = _detail(response)
         what = f"{self.forge} API {method} {path} answered HTTP {response.status_code}"
         what += f": {detail}" if detail else ""

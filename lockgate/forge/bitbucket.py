@@ -29,7 +29,6 @@ from lockgate.forge.base import (
 from lockgate.forge.remote import Repository
 
 PUBLIC_API = "https://api.bitbucket.org/2.0"
-MAX_DESCRIPTION = 140
 _STATE = {"pending": "INPROGRESS", "success": "SUCCESSFUL", "failure": "FAILED"}
 
 

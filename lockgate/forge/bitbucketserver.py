@@ -32,7 +32,6 @@ from lockgate.forge.base import (
 )
 from lockgate.forge.remote import Repository
 
-MAX_DESCRIPTION = 140
 _STATE = {"pending": "INPROGRESS", "success": "SUCCESSFUL", "failure": "FAILED"}
 
 

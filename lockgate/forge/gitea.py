@@ -16,7 +16,6 @@ from urllib.parse import quote
 from lockgate.forge.base import Action, Client, Credentials, Proposal, PullRequest, Request, Status
 from lockgate.forge.remote import Repository
 
-MAX_DESCRIPTION = 140
 _PAGE = 50
 _LABEL_COLOR = "#ededed"
 

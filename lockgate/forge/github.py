@@ -26,7 +26,6 @@ from lockgate.forge.base import (
 from lockgate.forge.remote import Repository
 
 PUBLIC_API = "https://api.github.com"
-MAX_DESCRIPTION = 140
 
 
 def api_root(repository: Repository) -> str:

@@ -27,7 +27,6 @@ from lockgate.forge.base import (
 )
 from lockgate.forge.remote import Repository
 
-MAX_DESCRIPTION = 140
 #: GitLab stores a status's name in 255 characters
 MAX_NAME = 255
 _STATE = {"pending": "running", "success": "success", "failure": "failed"}
