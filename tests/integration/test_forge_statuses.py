@@ -185,6 +185,8 @@ def test_gitlab_bitbucket_bitbucket_server_and_azure_devops_get_their_own_status
         if "notification to bitbucketserver for sync untrusted failed: TLS verification failed" in line
     ]
     assert len(given_up) == 2, run.err[-3000:]
+    assert all(line.endswith("(not retried)") or "(not retried)" in line for line in given_up)
+    assert "for sync untrusted failed, retrying" not in run.err
     for token in TOKENS.values():
         assert token not in run.err + run.out
 

@@ -3,10 +3,11 @@
 A pass only ``submit``s; the worker sends. A delivery that fails with a connection error, a
 timeout, a 429 or a 5xx is tried again after ``backoff``, doubled per attempt up to
 ``max_backoff``, at most ``attempts`` times; a 4xx other than 429 is not retried (the request
-itself is wrong). Retries wait in a schedule, not in the worker, so a provider that is down
-does not hold up the others. A full queue drops the new notification. Every notification
-given up is logged once (provider, sync, host, reason: never the URL's path or query, which
-for Slack is the credential, nor a header) and reported to ``failed`` (the metric).
+itself is wrong), nor is a TLS certificate the provider does not trust. Retries wait in a
+schedule, not in the worker, so a provider that is down does not hold up the others. A full
+queue drops the new notification. Every notification given up is logged once (provider,
+sync, host, reason: never the URL's path or query, which for Slack is the credential, nor a
+header) and reported to ``failed`` (the metric).
 
 ``serve`` keeps one ``Queue`` for its lifetime; ``reconcile`` (one shot) ``flush``es it with a
 short deadline before it exits, and counts what is still undelivered then as failed.
@@ -196,15 +197,19 @@ class Queue:
             self._sent(job.provider, job.sync)
 
     def _send(self, request: Request) -> None:
-        with trusting(request.ca) as verify:
-            response = self._session.post(
-                request.url,
-                data=request.body,
-                headers={"Content-Type": "application/json", **request.headers},
-                timeout=self.timeout,
-                allow_redirects=False,
-                verify=verify,
-            )
+        try:
+            with trusting(request.ca) as verify:
+                response = self._session.post(
+                    request.url,
+                    data=request.body,
+                    headers={"Content-Type": "application/json", **request.headers},
+                    timeout=self.timeout,
+                    allow_redirects=False,
+                    verify=verify,
+                )
+        except requests.exceptions.SSLError as exc:
+            # an untrusted certificate stays untrusted: not retried (as Flux's retrying client)
+            raise Undeliverable(f"{_describe(exc)} (not retried)") from None
         status = response.status_code
         response.close()
         if status < 300:
