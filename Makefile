@@ -29,6 +29,7 @@ system-packages:
 	command -v pigz >/dev/null || missing="$$missing pigz"; \
 	command -v jq >/dev/null || missing="$$missing jq"; \
 	command -v gcc >/dev/null || missing="$$missing gcc libc6-dev"; \
+	command -v tinyproxy >/dev/null || missing="$$missing tinyproxy"; \
 	if [ -n "$$missing" ]; then \
 	  echo "setup: installing Debian packages:$$missing"; \
 	  if ! { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; }; then \

@@ -32,6 +32,7 @@ PLANNED: dict[str, str] = {
     "inspect": "Show an artifact's manifest, annotations and files.",
     "list": "List the artifact tags of a repository.",
     "diff": "Diff local manifests against a remote artifact, object by object.",
+    "copy": "Copy an artifact by digest with its signatures and attestations to a mirror or layout.",
     "keygen": "Create a cosign-compatible key pair.",
     "sign": "Sign an artifact by digest (key or Sigstore keyless).",
     "attest": "Attest a predicate about an artifact by digest (e.g. a manual approval).",
@@ -44,6 +45,7 @@ PLANNED: dict[str, str] = {
     "sync": "Ask lockgate serve for a pass of one sync now.",
     "rollback": "Roll a sync back to an earlier digest, verified again.",
     "delete": "Delete a sync: its objects by its deletionPolicy, then its inventory.",
+    "receivers": "Print each registry receiver's secret hook path.",
 }
 
 #: where each landed command lives; tests/unit/test_cli.py checks these match the entry points
@@ -55,6 +57,7 @@ COMMANDS: dict[str, str] = {
     "inspect": "action.artifacts.cli:inspect",
     "list": "action.artifacts.cli:list_",
     "diff": "action.artifacts.cli:diff",
+    "copy": "lockgate.copycli:copy",
     "keygen": "action.signing.cli:keygen",
     "sign": "action.signing.cli:sign",
     "attest": "action.signing.cli:attest",
@@ -67,6 +70,7 @@ COMMANDS: dict[str, str] = {
     "sync": "runner.commands.history:sync",
     "rollback": "runner.commands.history:rollback_",
     "delete": "runner.cli:delete",
+    "receivers": "runner.commands.receivers:receivers_",
 }
 
 

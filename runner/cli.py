@@ -24,7 +24,8 @@ from lockgate.artifact import limits
 from lockgate.errors import Abandoned, LockgateError, UsageError
 from lockgate.output import output_option
 from lockgate.redact import scrub
-from lockgate.signing import github
+from lockgate.signing import buildclaims, github
+from lockgate.signing.buildclaims import BuildClaims
 from lockgate.signing.github import GitHubClaims
 from lockgate.signing.options import VerifyOptions
 from runner.pipeline import config, deletion, report
@@ -65,8 +66,19 @@ _CONTEXT = click.option("--context", help="The kubeconfig context to use (defaul
 @click.option("--verify-github-workflow-trigger", help=github.describe("workflow_trigger"))
 @click.option("--verify-github-workflow-sha", help=github.describe("workflow_sha"))
 @click.option("--verify-github-workflow-name", help=github.describe("workflow_name"))
+@click.option("--verify-source-repository-uri", help=buildclaims.describe("source_repository_uri"))
+@click.option("--verify-source-repository-ref", help=buildclaims.describe("source_repository_ref"))
+@click.option("--verify-source-repository-digest", help=buildclaims.describe("source_repository_digest"))
+@click.option("--verify-build-trigger", help=buildclaims.describe("build_trigger"))
+@click.option("--verify-build-config-uri", help=buildclaims.describe("build_config_uri"))
+@click.option("--verify-runner-environment", help=buildclaims.describe("runner_environment"))
 @click.option("--verify-trusted-root", type=click.Path(path_type=Path), help="Sigstore trusted_root.json.")
 @click.option("--insecure-skip-verify", is_flag=True, help="Apply without verifying a signature (unsafe).")
+@click.option(
+    "--verify-signed-repository",
+    metavar="REGISTRY/REPO",
+    help="Key signatures name this repository (URL is a mirror or oci-layout:// copy of it).",
+)
 @click.option(
     "--dry-run", is_flag=True, help="Show what would be created, changed and pruned; change nothing."
 )
@@ -115,8 +127,15 @@ def reconcile(
     verify_github_workflow_trigger: str | None,
     verify_github_workflow_sha: str | None,
     verify_github_workflow_name: str | None,
+    verify_source_repository_uri: str | None,
+    verify_source_repository_ref: str | None,
+    verify_source_repository_digest: str | None,
+    verify_build_trigger: str | None,
+    verify_build_config_uri: str | None,
+    verify_runner_environment: str | None,
     verify_trusted_root: Path | None,
     insecure_skip_verify: bool,
+    verify_signed_repository: str | None,
     dry_run: bool,
     allow_mass_prune: bool,
     max_prune_share: float,
@@ -152,6 +171,14 @@ def reconcile(
                 workflow_sha=verify_github_workflow_sha,
                 workflow_name=verify_github_workflow_name,
             ),
+            build=BuildClaims(
+                source_repository_uri=verify_source_repository_uri,
+                source_repository_ref=verify_source_repository_ref,
+                source_repository_digest=verify_source_repository_digest,
+                build_trigger=verify_build_trigger,
+                build_config_uri=verify_build_config_uri,
+                runner_environment=verify_runner_environment,
+            ),
             trusted_root=verify_trusted_root,
             insecure_skip=insecure_skip_verify,
         )
@@ -174,6 +201,7 @@ def reconcile(
             decryption_secret=decryption_secret,
             limits=limits.Limits(max_total_bytes=max_size, max_files=max_files, max_ratio=max_ratio),
             allow_remote_bases=allow_remote_bases,
+            signed_repository=verify_signed_repository,
         )
         syncs, cluster = [sync], ""
     for warning in (w for sync in syncs for w in sync.source.warnings):

@@ -90,6 +90,28 @@ INPUTS: tuple[Spec, ...] = (
     Spec("certificate-github-workflow-trigger", "Keyless verification: the event of the signing run (push)."),
     Spec("certificate-github-workflow-sha", "Keyless verification: the commit the signing run was for."),
     Spec("certificate-github-workflow-name", "Keyless verification: the signing workflow's name."),
+    Spec(
+        "certificate-source-repository-uri",
+        "Keyless verification, any CI: the repository of the signing run, as a URL "
+        "(https://gitlab.com/group/project).",
+    ),
+    Spec(
+        "certificate-source-repository-ref",
+        "Keyless verification, any CI: the ref the signing run was for.",
+    ),
+    Spec(
+        "certificate-source-repository-digest",
+        "Keyless verification, any CI: the commit of the signing run.",
+    ),
+    Spec("certificate-build-trigger", "Keyless verification, any CI: what started the run (push, schedule)."),
+    Spec(
+        "certificate-build-config-uri",
+        "Keyless verification, any CI: the top-level pipeline file, as a URL.",
+    ),
+    Spec(
+        "certificate-runner-environment",
+        "Keyless verification, any CI: where the job ran (gitlab-hosted).",
+    ),
     Spec("trusted-root", "Keyless verification: a Sigstore trusted_root.json (default: production)."),
     Spec("registry", "Registry host the credentials are for (default: the host of url)."),
     Spec("registry-username", "Registry user name (default for ghcr.io: github.actor)."),

@@ -17,6 +17,7 @@ from action.github.inputs import Inputs, is_pem
 from lockgate import registry
 from lockgate.errors import AuthError, UsageError
 from lockgate.registry import credentials
+from lockgate.signing import buildclaims
 
 KEYLESS_PERMISSION = (
     "keyless signing needs the job's OIDC token, and this job cannot request one "
@@ -161,6 +162,8 @@ def _policy(inputs: Inputs, workdir: Path, files: dict[Path, str], *, prefix: st
     ):
         cosign = f"certificate-github-workflow-{part}"
         names[cosign] = reconcile_flag if prefix else cosign
+    for claim in buildclaims.CLAIMS:  # any CI's: verify's --certificate-X, reconcile's --verify-X
+        names[f"certificate-{claim.flag}"] = claim.flag if prefix else f"certificate-{claim.flag}"
     for name, flag in names.items():
         if inputs.text(name):
             argv += [f"--{prefix}{flag}", inputs.text(name)]

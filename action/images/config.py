@@ -47,6 +47,8 @@ def _repository(f: Fields, key: NamespacedName) -> ImageRepository:
         exclusion_list=exclusions,
         secret_ref=f.string("spec.secretRef.name") or None,
         insecure=f.boolean("spec.insecure"),
+        cert_secret_ref=f.string("spec.certSecretRef.name") or None,
+        proxy_secret_ref=f.string("spec.proxySecretRef.name") or None,
         provider=provider,
         where=f.where,
     )

@@ -33,6 +33,9 @@ class ImageRepository:
     secret_ref: str | None = None  #: Flux ``secretRef.name``: a Docker config Secret (see credentials.py)
     credentials_file: str | None = None  #: native ``credentials``: a Docker config file path
     insecure: bool = False
+    #: Flux ``certSecretRef.name`` and ``proxySecretRef.name``, read under ``--secrets-dir`` (transport.py)
+    cert_secret_ref: str | None = None
+    proxy_secret_ref: str | None = None
     provider: str = "generic"
     where: Where | None = None
 

@@ -16,7 +16,7 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from action.images import credentials, policy
+from action.images import credentials, policy, transport
 from action.images.model import Config, ImageRepository, NamespacedName
 from action.images.update import LatestRef, PolicyResult
 from lockgate import registry
@@ -48,14 +48,15 @@ def connect(
     """A client for ``repo``'s registry, the repository name in it, and the credentials' origin."""
     ref = reference.parse(canonical(repo.image))
     access = credentials.for_repository(repo, ref.host, secrets_dir=secrets_dir)
+    options = transport.options_for(repo, secrets_dir=secrets_dir)
     if access.ambient:
-        client = registry.RegistryClient.for_reference(ref, insecure=repo.insecure)
+        client = registry.RegistryClient.for_reference(ref, insecure=repo.insecure, options=options)
         return client, ref.repository, access.origin
-    transport = registry.Transport(
-        ref.host, credentials=access.credentials, insecure=repo.insecure or ref.is_loopback
+    transport_ = registry.Transport(
+        ref.host, credentials=access.credentials, insecure=repo.insecure, options=options
     )
     origin = access.origin if access.credentials is not None else f"{access.origin}: no entry for {ref.host}"
-    return registry.RegistryClient(transport), ref.repository, origin
+    return registry.RegistryClient(transport_), ref.repository, origin
 
 
 def _list_tags(

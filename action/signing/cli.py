@@ -14,6 +14,7 @@ from typing import Any, TypeVar
 import click
 
 from action import cliopts
+from lockgate.signing import buildclaims
 from lockgate.signing.options import VerifyOptions
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -219,6 +220,12 @@ def keyless_policy_options(func: F) -> F:
                 "github_workflow_name",
                 help="Expected workflow name (its name:).",
             ),
+            *(
+                click.option(
+                    f"--certificate-{claim.flag}", claim.attribute, help=buildclaims.describe(claim.attribute)
+                )
+                for claim in buildclaims.CLAIMS
+            ),
             click.option(
                 "--trusted-root",
                 type=click.Path(path_type=Path, exists=True, dir_okay=False),
@@ -235,6 +242,7 @@ def keyless_policy_options(func: F) -> F:
 
 def keyless_verify_options(key_path: Path | None, flags: dict[str, Any]) -> VerifyOptions:
     """``VerifyOptions`` from ``--key`` and the flags ``keyless_policy_options`` added."""
+    from lockgate.signing.buildclaims import BuildClaims
     from lockgate.signing.github import GitHubClaims
 
     return VerifyOptions(
@@ -250,6 +258,7 @@ def keyless_verify_options(key_path: Path | None, flags: dict[str, Any]) -> Veri
             workflow_sha=flags["github_workflow_sha"],
             workflow_name=flags["github_workflow_name"],
         ),
+        build=BuildClaims(**{claim.attribute: flags[claim.attribute] for claim in buildclaims.CLAIMS}),
         trusted_root=flags["trusted_root"],
         offline=flags["offline"],
     )
@@ -266,6 +275,11 @@ def keyless_verify_options(key_path: Path | None, flags: dict[str, Any]) -> Veri
     help="Check the attestations of this predicate type (a URI), signed with --key or by the keyless "
     "identity, instead of the signature (as cosign verify-attestation --type).",
 )
+@click.option(
+    "--signed-repository",
+    metavar="REGISTRY/REPO",
+    help="Key signatures name this repository (REFERENCE is a mirror or oci-layout:// copy of it).",
+)
 @cliopts.registry_options
 @cliopts.output_option
 def verify(
@@ -275,6 +289,7 @@ def verify(
     creds: str | None,
     insecure: bool,
     output: str,
+    signed_repository: str | None,
     **keyless: Any,
 ) -> None:
     """Verify an artifact's signature (or, with --attestation, its attestations); prints the
@@ -297,7 +312,9 @@ def verify(
             ]
         _emit(output, {"reference": reference, "attestations": [a.to_json() for a in found]}, text)
         return
-    result = commands.verify(reference, options, creds=creds, insecure=insecure)
+    result = commands.verify(
+        reference, options, creds=creds, insecure=insecure, signed_repository=signed_repository
+    )
     signer = result.signer + (f" (issuer {result.issuer})" if result.issuer else "")
     _emit(
         output,

@@ -115,15 +115,26 @@ def sign(reference: str, request: SignRequest, *, creds: str | None, insecure: b
     )
 
 
-def verify(reference: str, options: VerifyOptions, *, creds: str | None, insecure: bool) -> VerifiedArtifact:
-    """Verify ``reference`` against the policy ``options`` describe (one is required)."""
+def verify(
+    reference: str,
+    options: VerifyOptions,
+    *,
+    creds: str | None,
+    insecure: bool,
+    signed_repository: str | None = None,
+) -> VerifiedArtifact:
+    """Verify ``reference`` against the policy ``options`` describe (one is required);
+    ``signed_repository``: the repository key signatures name, for a mirror."""
     from lockgate import registry
     from lockgate.signing import verify as verifying
 
     policy = build_policy(options, VERIFY_FLAGS, required=True)
     assert policy is not None  # required=True raises instead
     ref = registry.parse(reference)
-    return verifying.verify(ref, policy, client=cliopts.client_for(ref, creds, insecure))
+    signed = signed_repository and registry.repository_name(signed_repository, "--signed-repository")
+    return verifying.verify(
+        ref, policy, client=cliopts.client_for(ref, creds, insecure), signed_repository=signed
+    )
 
 
 def verify_warnings(options: VerifyOptions) -> tuple[str, ...]:

@@ -4,25 +4,23 @@ A forge module (``github``, ``gitlab``, ``gitea``, ``bitbucket``, ``bitbucketser
 ``azuredevops``) turns a ``Status`` into one documented REST request (pure: the runner's
 notification queue sends it) and keeps one pull/merge request current through ``Client``,
 the only place a forge's answer is read. ``Client`` sends the credential only in a header,
-trusts an extra CA when given one (held in a temporary file for the call, a certificate,
-not a secret), and its errors name the forge, the call and the HTTP status, never the token.
+trusts an extra CA when given one (in memory, through ``lockgate.tls``), and its errors
+name the forge, the call and the HTTP status, never the token.
 """
 
 from __future__ import annotations
 
 import base64
-import os
-import tempfile
-from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+import ssl
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any, Literal, Protocol
 
 import requests
 
-from lockgate import __version__
-from lockgate.errors import AuthError, LockgateError
+from lockgate import __version__, tls
+from lockgate.errors import AuthError, LockgateError, UsageError
 from lockgate.forge.remote import ForgeName, Repository
 
 State = Literal["pending", "success", "failure"]
@@ -131,8 +129,7 @@ class Client:
         ca: bytes | None = None,
     ) -> None:
         self.forge, self.repository, self.api_root = forge, repository, api_root.rstrip("/")
-        self.ca = ca
-        self.session = requests.Session()
+        self.session = session_trusting(ca)
         self.session.headers.update({"User-Agent": USER_AGENT, "Accept": "application/json", **headers})
 
     def call(
@@ -146,10 +143,9 @@ class Client:
     ) -> Any:
         url = f"{self.api_root}{path}"
         try:
-            with trusting(self.ca) as verify:
-                response = self.session.request(
-                    method, url, json=json, params=params, timeout=30, verify=verify, allow_redirects=False
-                )
+            response = self.session.request(
+                method, url, json=json, params=params, timeout=30, allow_redirects=False
+            )
         except (requests.ConnectionError, requests.Timeout) as exc:
             reason = type(exc).__name__
             raise PullRequestError(
@@ -189,16 +185,14 @@ def _detail(response: requests.Response) -> str:
     return ""
 
 
-@contextmanager
-def trusting(ca: bytes | None) -> Iterator[bool | str]:
-    """``verify=`` for requests: True, or a CA bundle file that lives for the call only."""
-    if not ca:
-        yield True
-        return
-    handle, path = tempfile.mkstemp(prefix="lockgate-ca-", suffix=".crt")
-    try:
-        with os.fdopen(handle, "wb") as out:
-            out.write(ca)
-        yield path
-    finally:
-        os.unlink(path)
+def session_trusting(ca: bytes | None) -> requests.Session:
+    """A session trusting the system's roots plus ``ca`` (Flux adds ``ca.crt`` to the system
+    pool), the CA held in memory: one ``ssl.SSLContext`` through ``lockgate.tls.TLSAdapter``."""
+    session = requests.Session()
+    if ca:
+        try:
+            context = ssl.create_default_context(cadata=ca.decode("ascii"))
+        except (ssl.SSLError, UnicodeDecodeError, ValueError):
+            raise UsageError("certSecretRef: the ca.crt entry is not a PEM CA certificate") from None
+        session.mount("https://", tls.TLSAdapter(context))
+    return session

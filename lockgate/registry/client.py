@@ -21,6 +21,7 @@ from lockgate.errors import AuthError, LockgateError, RegistryError, ResolveErro
 from lockgate.registry import credentials as creds_mod
 from lockgate.registry import oci
 from lockgate.registry.cache import SMALL_BLOB, Listing, RegistryCache
+from lockgate.registry.connection import TransportOptions
 from lockgate.registry.credentials import Credentials
 from lockgate.registry.oci import MANIFEST_TYPES, OCI_INDEX, Referrers, referrers_tag, sha256_digest
 from lockgate.registry.reference import DIGEST_PATTERN, Reference
@@ -60,12 +61,21 @@ class RegistryClient:
         insecure: bool = False,
         retry: RetryPolicy | None = None,
         cache: RegistryCache | None = None,
+        options: TransportOptions | None = None,
     ) -> RegistryClient:
-        """A client for ``ref.host``; plain http when ``insecure`` or when the host is loopback.
+        """A client for ``ref.host``; plain http when ``insecure``, https then http when loopback.
 
-        ``cache``: for a long-lived client, what to remember between calls (one per credentials)."""
+        ``cache``: for a long-lived client, what to remember between calls (one per credentials).
+        ``options``: CA, client certificate and proxy (``lockgate.registry.connection``).
+        An ``oci-layout://`` reference gets the layout directory's store (``layout_dir``)."""
+        if ref.layout is not None:
+            from pathlib import Path
+
+            from lockgate.registry import layout_dir
+
+            return layout_dir.LayoutStore.open(Path(ref.layout))
         found = creds_mod.find(ref.host, explicit=credentials)
-        transport = Transport(ref.host, credentials=found, insecure=insecure or ref.is_loopback, retry=retry)
+        transport = Transport(ref.host, credentials=found, insecure=insecure, retry=retry, options=options)
         return cls(transport, cache=cache)
 
     @property

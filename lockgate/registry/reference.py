@@ -2,6 +2,9 @@
 
 Every command that talks to a registry starts here, so a malformed reference is
 rejected before any network traffic, with a message that shows the expected shape.
+``oci-layout://DIR[:tag][@sha256:hex]`` names an OCI image layout directory instead (an
+air-gapped mirror); its ``layout`` is the directory and ``RegistryClient.for_reference``
+hands out the layout store (``layout_dir``) for it.
 """
 
 from __future__ import annotations
@@ -14,6 +17,9 @@ from lockgate.errors import UsageError
 from lockgate.redact import has_userinfo, mask_reference
 
 SCHEME = "oci://"
+LAYOUT_SCHEME = "oci-layout://"
+#: the host and repository of a layout reference (a layout has neither; the store ignores them)
+LAYOUT_HOST, LAYOUT_REPOSITORY = "oci-layout", "layout"
 _HOST = re.compile(
     r"^(?:[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?(?:\.[A-Za-z0-9-]+)*|\[[0-9a-fA-F:]+\])(?::\d+)?$"
 )
@@ -30,6 +36,8 @@ class Reference:
     repository: str
     tag: str | None = None
     digest: str | None = None
+    #: the OCI image layout directory of an ``oci-layout://`` reference
+    layout: str | None = None
 
     @property
     def ref(self) -> str:
@@ -38,22 +46,21 @@ class Reference:
 
     @property
     def name(self) -> str:
-        """``host/repo``, as Flux prints ``repository``."""
+        """``host/repo``, as Flux prints ``repository`` (a layout: its directory)."""
+        if self.layout is not None:
+            return self.layout
         return f"{self.host}/{self.repository}"
+
+    def pinned(self, digest: str) -> str:
+        """``oci://host/repo@digest`` (``oci-layout://DIR@digest``): the URL of one digest."""
+        return f"{LAYOUT_SCHEME if self.layout is not None else SCHEME}{self.name}@{digest}"
 
     @property
     def is_loopback(self) -> bool:
-        """localhost, 127.0.0.0/8 or ::1: where plain http is the default, as in go-containerregistry."""
-        if self.host.startswith("["):
-            hostname = self.host[1:].split("]", 1)[0]
-        else:
-            hostname = self.host.rsplit(":", 1)[0]
-        if hostname == "localhost":
-            return True
-        try:
-            return ipaddress.ip_address(hostname).is_loopback
-        except ValueError:
+        """localhost, 127.0.0.0/8 or ::1: tried over https, then plain http, as in go-containerregistry."""
+        if self.layout is not None:
             return False
+        return is_loopback_host(self.host)
 
     def with_tag(self, tag: str) -> Reference:
         return replace(self, tag=_check_tag(tag, tag), digest=None)
@@ -62,7 +69,7 @@ class Reference:
         return replace(self, digest=_check_digest(digest, digest))
 
     def __str__(self) -> str:
-        text = f"{SCHEME}{self.host}/{self.repository}"
+        text = f"{LAYOUT_SCHEME if self.layout is not None else SCHEME}{self.name}"
         if self.tag:
             text += f":{self.tag}"
         if self.digest:
@@ -71,7 +78,10 @@ class Reference:
 
 
 def parse(text: str, *, default_tag: str | None = None) -> Reference:
-    """Parse ``oci://host/repo[:tag][@digest]`` (the ``oci://`` prefix is optional)."""
+    """Parse ``oci://host/repo[:tag][@digest]`` (the ``oci://`` prefix is optional) or
+    ``oci-layout://DIR[:tag][@digest]``."""
+    if text.startswith(LAYOUT_SCHEME):
+        return parse_layout(text, default_tag=default_tag)
     body = text[len(SCHEME) :] if text.startswith(SCHEME) else text
     if has_userinfo(body):
         raise UsageError(
@@ -83,7 +93,9 @@ def parse(text: str, *, default_tag: str | None = None) -> Reference:
         )
     text = mask_reference(text)
     if "://" in body:
-        raise UsageError(f"invalid reference {text!r}: only oci:// references are supported")
+        raise UsageError(
+            f"invalid reference {text!r}: only oci:// and oci-layout:// references are supported"
+        )
     digest = None
     if "@" in body:
         body, digest = body.split("@", 1)
@@ -114,6 +126,39 @@ def parse(text: str, *, default_tag: str | None = None) -> Reference:
     return Reference(host=host, repository=path, tag=tag, digest=digest)
 
 
+def repository_name(text: str, what: str) -> str:
+    """``REGISTRY/REPO`` from ``[oci://]REGISTRY/REPO`` (a repository a signature names), or
+    a usage error naming ``what`` (the flag or field)."""
+    try:
+        ref = parse(text)
+    except UsageError as exc:
+        raise UsageError(f"{what}: {exc.message}") from None
+    if ref.layout is not None or ref.tag or ref.digest:
+        raise UsageError(f"{what} {text!r}: expected REGISTRY/REPOSITORY, without a tag or digest")
+    return ref.name
+
+
+def parse_layout(text: str, *, default_tag: str | None = None) -> Reference:
+    """``oci-layout://DIR[:tag][@digest]``, as oras names a layout: a tag follows the last
+    ``:`` after the directory's last ``/``, so a directory name may hold neither ``:`` nor ``@``."""
+    body = text[len(LAYOUT_SCHEME) :]
+    digest = None
+    if "@" in body:
+        body, digest = body.rsplit("@", 1)
+        _check_digest(digest, text)
+    tag = None
+    head, _, last = body.rpartition("/")
+    if ":" in last:
+        last, tag = last.rsplit(":", 1)
+        _check_tag(tag, text)
+        body = f"{head}/{last}" if head or body.startswith("/") else last
+    if not body:
+        raise UsageError(f"invalid reference {text!r}: expected oci-layout://DIRECTORY[:TAG|@sha256:DIGEST]")
+    if tag is None and digest is None:
+        tag = default_tag
+    return Reference(LAYOUT_HOST, LAYOUT_REPOSITORY, tag=tag, digest=digest, layout=body)
+
+
 def _check_tag(tag: str, text: str) -> str:
     if not _TAG.match(tag):
         raise UsageError(f"invalid tag {tag!r} in {text!r}: tags are [A-Za-z0-9_][A-Za-z0-9_.-]{{0,127}}")
@@ -124,3 +169,14 @@ def _check_digest(digest: str, text: str) -> str:
     if not DIGEST_PATTERN.match(digest):
         raise UsageError(f"invalid digest {digest!r} in {text!r}: expected sha256:<64 lowercase hex digits>")
     return digest
+
+
+def is_loopback_host(host: str) -> bool:
+    """``host`` (with or without a port) is localhost, in 127.0.0.0/8 or ::1."""
+    hostname = host[1:].split("]", 1)[0] if host.startswith("[") else host.rsplit(":", 1)[0]
+    if hostname == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(hostname).is_loopback
+    except ValueError:
+        return False

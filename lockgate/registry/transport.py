@@ -9,7 +9,9 @@ registry host (and basic ones to its token realm), never to an upload location, 
 or a storage redirect on another host, and a challenge from another host is refused. Every
 request sent (each attempt and hop, token fetches too) is counted by lower-case HTTP verb in
 ``counts``, so a long-running runner can report its registry traffic. Errors name the host
-and what was attempted, never the credentials.
+and what was attempted, never the credentials. Trust, client certificate, proxy and the
+https-then-http probe of loopback registries come from ``connection.TransportOptions``; a TLS
+or proxy failure is not retried and reads as ``connection.failure`` says.
 """
 
 from __future__ import annotations
@@ -29,8 +31,10 @@ import requests
 
 from lockgate import __version__
 from lockgate.errors import AuthError, RegistryError
-from lockgate.registry import oci, origins
+from lockgate.registry import connection, oci, origins
+from lockgate.registry.connection import TransportOptions
 from lockgate.registry.credentials import Credentials
+from lockgate.registry.reference import is_loopback_host
 
 RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
 MAX_REDIRECTS = 10
@@ -89,18 +93,36 @@ class Transport:
         retry: RetryPolicy | None = None,
         timeout: float = 60.0,
         session: requests.Session | None = None,
+        options: TransportOptions | None = None,
     ) -> None:
         self.host = host
-        self.base_url = f"{'http' if insecure else 'https'}://{host}"
+        self.options = options or TransportOptions()
+        plain = insecure or self.options.insecure
+        self._base_url = f"{'http' if plain else 'https'}://{host}"
+        #: a loopback registry is tried over https, then http (``connection.probe_scheme``)
+        self._probe = not plain and is_loopback_host(host)
+        self._probe_lock = threading.Lock()
         self.credentials = credentials
         self.retry = retry or RetryPolicy()
         self.timeout = timeout
-        self.session = session or requests.Session()
+        self.session = session or connection.session_for(self.options)
         self.session.headers["User-Agent"] = f"lockgate/{__version__}"
         self._basic = False
         self._tokens: dict[str, str] = {}
         self.counts: Counter[str] = Counter()
         self._count_lock = threading.Lock()
+
+    @property
+    def base_url(self) -> str:
+        """``https://HOST`` or ``http://HOST``; for a loopback registry, decided on first use."""
+        if self._probe:
+            with self._probe_lock:
+                if self._probe:
+                    # nothing listening decides nothing: plain http (as before) until it answers
+                    scheme = connection.probe_scheme(self.host)
+                    self._base_url = f"{scheme or 'http'}://{self.host}"
+                    self._probe = scheme is None
+        return self._base_url
 
     def counted(self) -> dict[str, int]:
         """A copy of ``counts`` (requests sent per lower-case verb), safe while other threads send."""
@@ -174,7 +196,14 @@ class Transport:
                     allow_redirects=False,
                 )
             except (requests.ConnectionError, requests.Timeout) as exc:
+                proxy = connection.proxy_for(url, self.session)
+                final = connection.failure(self.host, exc, proxy=proxy, options=self.options)
+                if final is not None:
+                    raise final from None
                 if attempt + 1 >= self.retry.attempts:
+                    if proxy is not None and isinstance(exc, requests.exceptions.ProxyError):
+                        reason = _reason(exc)
+                        raise connection.unreachable_proxy(self.host, proxy, self.options, reason) from None
                     where = f"registry {self.host}"
                     if not own:
                         where = f"{origins.shown(url)} (named by registry {self.host})"
@@ -185,6 +214,10 @@ class Transport:
                 time.sleep(self.retry.delay(attempt, None))
                 attempt += 1
                 continue
+            if response.status_code == 407:  # a plain-http request through a proxy
+                response.close()
+                proxy = connection.proxy_for(url, self.session) or "(unknown)"
+                raise connection.proxy_refused(self.host, proxy, self.options)
             if response.status_code == 401 and not own:
                 response.close()
                 raise AuthError(
@@ -249,6 +282,10 @@ class Transport:
                 auth = (creds.username, creds.secret) if creds is not None else None
                 reply = self._realm_request("GET", realm, form=None, params=query, auth=auth)
         except (requests.ConnectionError, requests.Timeout) as exc:
+            proxy = connection.proxy_for(realm, self.session)
+            final = connection.failure(self.host, exc, proxy=proxy, options=self.options)
+            if final is not None:
+                raise final from None
             raise RegistryError(f"cannot reach the token service of {self.host}: {_reason(exc)}") from None
         with reply:
             if reply.status_code in (401, 403):

@@ -18,7 +18,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from lockgate.errors import UsageError
-from lockgate.signing import github
+from lockgate.signing import buildclaims, github
+from lockgate.signing.buildclaims import BuildClaims
 from lockgate.signing.github import GitHubClaims
 
 if TYPE_CHECKING:
@@ -34,6 +35,8 @@ class VerifyOptions:
     issuer_regexp: str | None = None
     #: the GitHub workflow-run claims to pin (cosign's --certificate-github-workflow-*)
     github: GitHubClaims = field(default_factory=GitHubClaims)
+    #: any CI's source and build extensions to pin (``lockgate.signing.buildclaims``)
+    build: BuildClaims = field(default_factory=BuildClaims)
     trusted_root: Path | None = None
     offline: bool = False
     insecure_skip: bool = False
@@ -41,7 +44,7 @@ class VerifyOptions:
     @property
     def keyless(self) -> bool:
         """Any keyless value is set."""
-        return self.github.any() or any(
+        return self.github.any() or self.build.any() or any(
             value is not None
             for value in (self.identity, self.identity_regexp, self.issuer, self.issuer_regexp)
         )
@@ -59,6 +62,8 @@ class Spelling:
     insecure_skip: str = ""
     #: each GitHub claim's name (``GitHubClaims`` attribute -> flag or field)
     github: Mapping[str, str] = field(default_factory=lambda: github.names("cosign"))
+    #: each source/build claim's name (``BuildClaims`` attribute -> flag or field)
+    build: Mapping[str, str] = field(default_factory=lambda: buildclaims.names("flag", "--certificate-"))
 
 
 #: ``lockgate verify``, with cosign's flag names
@@ -81,6 +86,7 @@ def field_spelling(prefix: str) -> Spelling:
         issuer_regexp=f"{prefix}issuerRegexp",
         insecure_skip=f"{prefix}insecureSkip",
         github=github.names("field", prefix),
+        build=buildclaims.names("field", prefix),
     )
 
 
@@ -121,6 +127,7 @@ def build_policy(options: VerifyOptions, spelling: Spelling, *, required: bool =
             identity=_match(options.identity, options.identity_regexp, s.identity, s.identity_regexp),
             issuer=_match(options.issuer, options.issuer_regexp, s.issuer, s.issuer_regexp),
             github=options.github,
+            build=options.build,
             trusted_root=options.trusted_root,
             offline=options.offline,
         )
@@ -153,6 +160,7 @@ def _keyless_given(options: VerifyOptions, s: Spelling) -> list[str]:
         (options.issuer_regexp, s.issuer_regexp),
     ]
     pins = [(value, s.github[claim.attribute]) for claim, value in options.github.items()]
+    pins += [(value, s.build[claim.attribute]) for claim, value in options.build.items()]
     return [name for value, name in exact + pins if value is not None]
 
 

@@ -5,10 +5,12 @@ one of these keys (a Secret of ``*.pub`` entries, as Flux). ``KeylessPolicy``: t
 Sigstore certificate must chain to the trusted root and name this identity (a SAN) and
 OIDC issuer, exactly or by regular expression, and optionally the GitHub workflow-run
 claims (``lockgate.signing.github``: repository, ref, trigger, sha, workflow name, matched
-exactly as cosign's ``--certificate-github-workflow-*``). A regular expression is Go's, as
-cosign's ``--certificate-identity-regexp`` is, and is compiled by RE2 (``lockgate.goregex``);
-it must match the whole value: cosign matches unanchored, so a cosign policy written with
-``^...$`` means the same here, and one without anchors is stricter here, never looser.
+exactly as cosign's ``--certificate-github-workflow-*``) and any CI's source and build
+extensions (``lockgate.signing.buildclaims``: a GitLab project, ref, pipeline source...).
+A regular expression is Go's, as cosign's ``--certificate-identity-regexp`` is, and is
+compiled by RE2 (``lockgate.goregex``); it must match the whole value: cosign matches
+unanchored, so a cosign policy written with ``^...$`` means the same here, and one without
+anchors is stricter here, never looser.
 
 ``CertificatePolicy`` adapts a ``KeylessPolicy`` to sigstore-python's policy protocol and
 reports expected against found when the certificate does not match.
@@ -31,7 +33,8 @@ from cryptography.x509 import (
 
 from lockgate import goregex
 from lockgate.errors import UsageError
-from lockgate.signing import keys, statement
+from lockgate.signing import buildclaims, keys, statement
+from lockgate.signing.buildclaims import BuildClaims
 from lockgate.signing.github import CLAIMS, GITHUB_BASE, SOURCE_REPOSITORY_URI, GitHubClaims
 
 _ISSUER_V1 = ObjectIdentifier("1.3.6.1.4.1.57264.1.1")
@@ -122,6 +125,8 @@ class KeylessPolicy:
     identity: Match
     issuer: Match
     github: GitHubClaims = field(default_factory=GitHubClaims)
+    #: any CI's source and build extensions pinned (GitLab CI's project, ref, trigger...)
+    build: BuildClaims = field(default_factory=BuildClaims)
     trusted_root: Path | None = None
     offline: bool = False
     #: the statement type that counts as a signature (cosign v3's); other attestations do not
@@ -138,6 +143,7 @@ class CertificateFacts:
     identities: list[str] = field(default_factory=list)
     issuer: str | None = None
     github: GitHubClaims = field(default_factory=GitHubClaims)
+    build: BuildClaims = field(default_factory=BuildClaims)
 
     @classmethod
     def of(cls, cert: Certificate) -> CertificateFacts:
@@ -157,6 +163,9 @@ class CertificateFacts:
             identities=identities,
             issuer=_der_string(cert, _ISSUER_V2) or _raw(cert, _ISSUER_V1),
             github=_github_claims(cert),
+            build=BuildClaims(
+                **{c.attribute: _der_string(cert, ObjectIdentifier(c.oid)) for c in buildclaims.CLAIMS}
+            ),
         )
 
     def mismatches(self, policy: KeylessPolicy) -> list[str]:
@@ -167,6 +176,7 @@ class CertificateFacts:
         if not policy.issuer.matches(self.issuer):
             problems.append(f"issuer: expected {policy.issuer}, found {self.issuer!r}")
         problems += self.github.mismatches(policy.github)
+        problems += self.build.mismatches(policy.build)
         return problems
 
 

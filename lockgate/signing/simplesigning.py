@@ -85,7 +85,11 @@ def check(claim: SimpleSigning, *, digest: str, repository: str | None) -> None:
     if repository is not None:
         claimed = strip_reference(claim.docker_reference)
         if claimed != repository:
-            raise VerificationError(f"the signature names repository {claimed!r}, expected {repository!r}")
+            raise VerificationError(
+                f"the signature names repository {claimed!r}, expected {repository!r} (a mirror or an "
+                "oci-layout copy: name the repository it was copied from with --signed-repository, "
+                "spec.verify.signedRepository in a Sync)"
+            )
 
 
 def strip_reference(reference: str) -> str:

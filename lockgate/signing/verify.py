@@ -47,16 +47,20 @@ def verify(
     policy: Policy,
     *,
     client: RegistryClient | None = None,
+    signed_repository: str | None = None,
 ) -> VerifiedArtifact:
-    """Resolve ``reference`` once; return the verified digest and signer or raise ``VerificationError``."""
+    """Resolve ``reference`` once; return the verified digest and signer or raise ``VerificationError``.
+
+    ``signed_repository``: the repository a key signature's claim must name when it is not
+    the one verified (a mirror or an ``oci-layout://`` copy names where it was copied from)."""
     ref = parse(reference) if isinstance(reference, str) else reference
     client = client or RegistryClient.for_reference(ref)
     try:
         digest = client.resolve(ref)
         if isinstance(policy, KeyPolicy):
-            return _verify_key(client, ref, digest, (policy,))
+            return _verify_key(client, ref, digest, (policy,), signed=signed_repository)
         if isinstance(policy, KeySetPolicy):
-            return _verify_key(client, ref, digest, policy.keys, named=True)
+            return _verify_key(client, ref, digest, policy.keys, named=True, signed=signed_repository)
         return _verify_keyless(client, ref, digest, policy, trust_root_verifier(policy))
     except (RegistryError, AuthError) as exc:
         # still refused, but with the cause's exit code: an unreachable registry is exit 9 in
@@ -86,10 +90,12 @@ def _verify_key(
     policies: tuple[KeyPolicy, ...],
     *,
     named: bool = False,
+    signed: str | None = None,
 ) -> VerifiedArtifact:
     """The first signature that one of the keys verifies; each signature is tried with every key.
 
-    ``named``: say which key each failure is about (a key set), not only why."""
+    ``named``: say which key each failure is about (a key set), not only why; ``signed``: the
+    repository the claims must name (default: the one verified)."""
     repo = ref.repository
     reasons: list[str] = []
     tag = layout.signature_tag(digest)
@@ -108,7 +114,7 @@ def _verify_key(
         return None
 
     for number, sig in enumerate(store.read_legacy(client, repo, digest), start=1):
-        check = functools.partial(_check_legacy, sig, digest=digest, repository=ref.name)
+        check = functools.partial(_check_legacy, sig, digest=digest, repository=signed or ref.name)
         found = first(f"signature {number} at {tag}", check)
         if found is not None:
             return found

@@ -104,6 +104,7 @@ def sync_options(
     decryption_secret: str | None = None,
     limits: Limits | None = None,
     allow_remote_bases: bool = False,
+    signed_repository: str | None = None,
 ) -> SyncOptions:
     if not 0 < max_prune_share <= 1:
         raise UsageError(f"--max-prune-share {max_prune_share}: expected a share in (0, 1]")
@@ -122,6 +123,9 @@ def sync_options(
             warnings=policy_warnings(policy, spelling),
             limits=limits or Limits(),
             allow_remote_bases=allow_remote_bases,
+            signed_repository=None
+            if signed_repository is None
+            else registry.repository_name(signed_repository, "--verify-signed-repository"),
         ),
         namespace=namespace,
         target_namespace=target_namespace,
@@ -295,6 +299,25 @@ def _across(
         )
 
 
+def _receivers(doc: located.Document, runner: RunnerSettings, names: set[str], messages: list[str]) -> None:
+    """A Runner's receivers have unique names and name syncs of this file (or ``*``)."""
+    seen: set[str] = set()
+    for index, receiver in enumerate(runner.receivers):
+        if receiver.name in seen:
+            where = f"{doc.file}:{doc.line_of(('spec', 'receivers', index, 'name'))}"
+            messages.append(f"{where}: spec.receivers[{index}].name: duplicate receiver {receiver.name!r}")
+        seen.add(receiver.name)
+        for at, resource in enumerate(receiver.resources):
+            if resource.name != "*" and resource.name not in names:
+                close = difflib.get_close_matches(resource.name, sorted(names), n=1)
+                hint = f"; did you mean {close[0]}?" if close else " (or * for every sync)"
+                where = f"{doc.file}:{doc.line_of(('spec', 'receivers', index, 'resources', at, 'name'))}"
+                messages.append(
+                    f"{where}: spec.receivers[{index}].resources[{at}].name: no Sync named "
+                    f"{resource.name!r} in this file{hint}"
+                )
+
+
 def load(path: Path, *, dry_run: bool = False) -> Config:
     """The Syncs and the Runner settings of ``path``; every problem of the file in one ``UsageError``."""
     try:
@@ -323,6 +346,8 @@ def parse(data: bytes, name: str, *, dry_run: bool = False) -> Config:
     settings = runners[0][1].spec if runners else None
     lockdown = settings if settings is not None and settings.no_cross_namespace_refs else None
     _across(syncs, [doc for doc, _ in runners], messages, complete=not messages, lockdown=lockdown)
+    if runners and not messages:
+        _receivers(runners[0][0], runners[0][1].spec, {s.value.metadata.name for s in syncs}, messages)
     if not messages and not syncs:
         messages.append(f"{name}: no Sync documents")
     # every document's own checks too, so one run lists all of the file's problems

@@ -15,7 +15,7 @@ from typing import Any, ClassVar, Literal
 
 from lockgate.artifact.limits import Limits
 from lockgate.model import attr
-from lockgate.signing import github
+from lockgate.signing import buildclaims, github
 from runner.plan import prune_plan
 
 API_VERSION = "lockgate.dev/v1alpha1"
@@ -30,6 +30,13 @@ def _github(attribute: str) -> Any:
     ``verify`` and ``verify.attestations[]``."""
     claim = next(c for c in github.CLAIMS if c.attribute == attribute)
     return attr(claim.field, github.describe(attribute))
+
+
+def _build(attribute: str) -> Any:
+    """A keyless policy's source/build extension field (``sourceRepositoryURI``...), declared
+    once for ``verify`` and ``verify.attestations[]``."""
+    claim = next(c for c in buildclaims.CLAIMS if c.attribute == attribute)
+    return attr(claim.field, buildclaims.describe(attribute))
 
 
 @dataclass(frozen=True)
@@ -109,6 +116,12 @@ class AttestationRequirement:
     github_workflow_trigger: str | None = _github("workflow_trigger")
     github_workflow_sha: str | None = _github("workflow_sha")
     github_workflow_name: str | None = _github("workflow_name")
+    source_repository_uri: str | None = _build("source_repository_uri")
+    source_repository_ref: str | None = _build("source_repository_ref")
+    source_repository_digest: str | None = _build("source_repository_digest")
+    build_trigger: str | None = _build("build_trigger")
+    build_config_uri: str | None = _build("build_config_uri")
+    runner_environment: str | None = _build("runner_environment")
     min_age: float = attr(
         "minAge",
         "A soak time: the digest must have been healthy there at least this long (e.g. 1h).",
@@ -135,10 +148,21 @@ class Verify:
     github_workflow_trigger: str | None = _github("workflow_trigger")
     github_workflow_sha: str | None = _github("workflow_sha")
     github_workflow_name: str | None = _github("workflow_name")
+    source_repository_uri: str | None = _build("source_repository_uri")
+    source_repository_ref: str | None = _build("source_repository_ref")
+    source_repository_digest: str | None = _build("source_repository_digest")
+    build_trigger: str | None = _build("build_trigger")
+    build_config_uri: str | None = _build("build_config_uri")
+    runner_environment: str | None = _build("runner_environment")
     trusted_root: str | None = attr(
         "trustedRoot", "Keyless: a trusted_root.json for a private Sigstore (default: the public one)."
     )
     insecure_skip: bool = attr("insecureSkip", "Apply unsigned artifacts (not recommended).", default=False)
+    signed_repository: str | None = attr(
+        "signedRepository",
+        "Key signatures: the repository they name (REGISTRY/REPO) when url is a mirror or an "
+        "oci-layout:// copy (`lockgate copy`) of it; default: the url's own repository.",
+    )
     secret_ref: str | None = attr(
         "secretRef",
         "A Secret whose every *.pub entry is a cosign public key; any one of them verifying suffices "
@@ -350,28 +374,41 @@ class Decryption:
 
 @dataclass(frozen=True)
 class Notify:
-    """Where a pass's outcome is reported: a forge's commit status, a generic webhook or Slack."""
+    """Where a pass's outcome is reported: a forge's commit status, a generic webhook, Slack,
+    Microsoft Teams or Alertmanager; events filtered as Flux's Alert filters them."""
 
     type: Literal[
-        "github", "generic", "slack", "gitlab", "gitea", "bitbucket", "bitbucketserver", "azuredevops"
+        "github",
+        "generic",
+        "slack",
+        "msteams",
+        "alertmanager",
+        "gitlab",
+        "gitea",
+        "bitbucket",
+        "bitbucketserver",
+        "azuredevops",
     ] = attr(
         "type",
         "github, gitlab, gitea (also Forgejo), bitbucket (Cloud), bitbucketserver, azuredevops: a "
         "commit status on the commit the artifact was built from (Flux's provider names); generic: "
-        "Flux's event JSON POSTed to address; slack: a Slack incoming-webhook message.",
+        "Flux's event JSON POSTed to address; slack: a Slack incoming-webhook message; msteams: an "
+        "Adaptive Card (a Teams workflow URL); alertmanager: an alert while the sync fails, resolved "
+        "when it recovers (address: Alertmanager's /api/v2/alerts).",
         required=True,
     )
     address: str | None = attr(
         "address",
-        "generic, slack: the URL to POST to. A Secret's address entry wins (keep Slack's webhook URL, "
-        "a credential, there).",
+        "generic, slack, msteams, alertmanager: the URL to POST to. A Secret's address entry wins "
+        "(keep Slack's and Teams' webhook URLs, credentials, there).",
         pattern="^https?://",
     )
     secret_ref: str | None = attr(
         "secretRef",
         "A Secret of the runner namespace: token (a forge: the API token, required; bitbucket: "
-        "user:app-password; bitbucketserver: or username and password entries; generic: the "
-        "HMAC key of the X-Signature header) and address. Read when a notification is sent.",
+        "user:app-password; generic: the HMAC key of the X-Signature header; alertmanager: a bearer "
+        "token), username and password (bitbucketserver, alertmanager: basic auth) and address. "
+        "Read when a notification is sent.",
         reference=True,
     )
     api_url: str | None = attr(
@@ -394,6 +431,22 @@ class Notify:
         "holds the PEM CA certificate(s) the forge's TLS certificate must chain to, as Flux's "
         "Provider certSecretRef.",
         reference=True,
+    )
+    event_severity: Literal["info", "error"] = attr(
+        "eventSeverity",
+        "Events (not commit statuses): info sends every event, error only errors (Flux's Alert).",
+        default="info",
+    )
+    inclusion_list: tuple[str, ...] = attr(
+        "inclusionList",
+        "Events: send only those whose message one of these Go regular expressions matches.",
+        factory=tuple,
+    )
+    exclusion_list: tuple[str, ...] = attr(
+        "exclusionList",
+        "Events: drop those whose message one of these Go regular expressions matches (wins over "
+        "inclusionList).",
+        factory=tuple,
     )
 
 
@@ -423,9 +476,10 @@ class SyncSpec:
 
     url: str = attr(
         "url",
-        "The artifact: oci://REGISTRY/REPO, with :TAG or @sha256:DIGEST.",
+        "The artifact: oci://REGISTRY/REPO, or oci-layout://DIR (an OCI image layout directory, "
+        "e.g. a mirror copied by `lockgate copy`), with :TAG or @sha256:DIGEST.",
         required=True,
-        pattern="^oci://",
+        pattern="^oci(-layout)?://",
     )
     semver: str | None = attr(
         "semver", "Pick the highest tag in this semver range (Flux OCIRepository rules)."
@@ -572,6 +626,25 @@ class SyncSpec:
         "Read at each pass, held in memory only.",
         reference=True,
     )
+    cert_secret_ref: str | None = attr(
+        "certSecretRef",
+        "A Secret with the registry's CA certificate (ca.crt, added to the system roots) and/or a "
+        "client certificate and key (tls.crt, tls.key) for registries that verify clients, as Flux's "
+        "OCIRepository. Read at each pass, held in memory only.",
+        reference=True,
+    )
+    proxy_secret_ref: str | None = attr(
+        "proxySecretRef",
+        "A Secret with the HTTP(S) proxy to reach the registry through (address, and username and "
+        "password for basic authentication), as Flux's OCIRepository; it replaces HTTPS_PROXY.",
+        reference=True,
+    )
+    insecure: bool = attr(
+        "insecure",
+        "Reach the registry over plain http (as Flux's OCIRepository); a loopback registry is tried over "
+        "https, then http, without it.",
+        default=False,
+    )
     verify: Verify = attr("verify", "Signature verification; fails closed without a policy.", factory=Verify)
     post_build: PostBuild = attr(
         "postBuild",
@@ -623,6 +696,46 @@ class WebhookSettings:
 
 
 @dataclass(frozen=True)
+class ReceiverResource:
+    """A sync a receiver may trigger (Flux's Receiver resources[])."""
+
+    kind: Literal["Sync"] = attr("kind", "Sync.", default="Sync")
+    name: str = attr("name", "The sync's name, or * for every sync.", required=True)
+
+
+@dataclass(frozen=True)
+class Receiver:
+    """A registry webhook on a secret path derived from its token (as Flux's Receiver):
+    /hook/ + hex(sha256(token + name + runner namespace)); `lockgate receivers` prints it."""
+
+    name: str = attr(
+        "name",
+        "The receiver's name (a DNS label); part of its hook path.",
+        required=True,
+        pattern=NAME_PATTERN,
+    )
+    type: Literal["dockerhub", "quay", "harbor", "nexus"] = attr(
+        "type",
+        "The registry that sends it, which decides the payload read and the proof checked besides the "
+        "path: harbor also the Authorization header (= the token), nexus X-Nexus-Webhook-Signature.",
+        required=True,
+    )
+    secret_ref: str | None = attr(
+        "secretRef",
+        "A Secret in the runner namespace whose 'token' entry (at least 16 bytes) the hook path is "
+        "derived from.",
+        required=True,
+        reference=True,
+    )
+    resources: tuple[ReceiverResource, ...] = attr(
+        "resources",
+        "The syncs it may trigger (default: every sync); of them, only those whose url is the pushed "
+        "repository are triggered, whatever the tag.",
+        factory=tuple,
+    )
+
+
+@dataclass(frozen=True)
 class StatusPageSettings:
     """The read-only status page (docs/status-page.md); off unless address is set."""
 
@@ -662,6 +775,11 @@ class RunnerSettings:
         pattern=ADDRESS,
     )
     webhook: WebhookSettings = attr("webhook", "The webhook receiver.", factory=WebhookSettings)
+    receivers: tuple[Receiver, ...] = attr(
+        "receivers",
+        "Registry webhooks (Docker Hub, Quay, Harbor, Nexus), each on its own secret hook path.",
+        factory=tuple,
+    )
     status_page: StatusPageSettings = attr(
         "statusPage", "The read-only status page.", factory=StatusPageSettings
     )

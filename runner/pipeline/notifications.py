@@ -7,11 +7,22 @@ The pipeline only calls a hook when a pass starts applying, so ``pending`` can b
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal
 
+from runner.pipeline.eventfilter import EventFilter
+
 ProviderType = Literal[
-    "github", "generic", "slack", "gitlab", "gitea", "bitbucket", "bitbucketserver", "azuredevops"
+    "github",
+    "generic",
+    "slack",
+    "msteams",
+    "alertmanager",
+    "gitlab",
+    "gitea",
+    "bitbucket",
+    "bitbucketserver",
+    "azuredevops",
 ]
 #: the providers that post a commit status (Flux's names); the others send events
 FORGE_TYPES: frozenset[str] = frozenset(
@@ -40,6 +51,8 @@ class Provider:
     #: a Secret of the same namespace as ``secret_ref``'s whose ``ca.crt`` the forge's TLS
     #: certificate must chain to (a self-hosted forge with a private CA)
     cert_secret_ref: str | None = None
+    #: event providers: which events are sent (Flux's Alert ``eventSeverity``, inclusion/exclusion)
+    events: EventFilter = field(default_factory=EventFilter)
 
     @property
     def forge(self) -> bool:

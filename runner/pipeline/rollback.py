@@ -66,7 +66,7 @@ def wanted(options: SyncOptions, inventory: Inventory, error: LockgateError, dig
 def pinned(spec: source.SourceSpec, digest: str) -> source.SourceSpec:
     """The sync's source narrowed to ``digest``: same repository, path and verification policy."""
     ref = registry.parse(spec.url)
-    return dataclasses.replace(spec, url=f"oci://{ref.name}@{digest}", semver=None)
+    return dataclasses.replace(spec, url=ref.pinned(digest), semver=None)
 
 
 def apply_revision(

@@ -7,7 +7,8 @@ Pulling, rendering and semver selection are the shared core's (``lockgate.artifa
 ``lockgate.render``, ``lockgate.semver``); a Sync's overlay is written into the
 kustomization first (``overlays``). Nothing here writes to the cluster, so a refused
 artifact leaves the cluster as it was; the only cluster reads are the Secrets a Sync names
-(``spec.secretRef``, ``spec.verify.secretRef``), through ``secretrefs.SecretReader``.
+(``spec.secretRef``, ``spec.verify.secretRef``, and ``spec.certSecretRef`` and
+``spec.proxySecretRef`` through ``transportrefs``), through ``secretrefs.SecretReader``.
 """
 
 from __future__ import annotations
@@ -24,9 +25,9 @@ from lockgate.artifact.limits import Limits
 from lockgate.artifact.manifest import NotFluxArtifact
 from lockgate.errors import RenderError, ResolveError, UsageError, VerificationError
 from lockgate.manifests import K8sObject
-from lockgate.signing import github
+from lockgate.signing import buildclaims, github
 from lockgate.signing.options import Spelling, field_spelling
-from runner.pipeline import overlays
+from runner.pipeline import overlays, transportrefs
 from runner.pipeline.secretrefs import SecretReader
 from runner.plan import overlay as overlay_plan
 from runner.plan.overlay import Overlay
@@ -48,6 +49,7 @@ FLAGS = Spelling(
     issuer_regexp="--verify-issuer-regexp",
     insecure_skip="--insecure-skip-verify",
     github=github.names("flag", "--verify-"),
+    build=buildclaims.names("flag", "--verify-"),
 )
 #: a Sync document's ``spec.verify``
 FIELDS = field_spelling("spec.verify.")
@@ -92,6 +94,10 @@ class SourceSpec:
     spelling: Spelling = FLAGS
     #: a kubernetes.io/dockerconfigjson Secret with the registry credentials (``spec.secretRef``)
     secret_ref: str | None = None
+    #: Flux's ``certSecretRef`` (ca.crt, tls.crt, tls.key), ``proxySecretRef`` and ``insecure``
+    cert_secret_ref: str | None = None
+    proxy_secret_ref: str | None = None
+    insecure: bool = False
     #: a Secret of ``*.pub`` cosign keys, any one verifying (``spec.verify.secretRef``); replaces ``policy``
     verify_secret_ref: str | None = None
     #: health attestations every applied digest must have (``spec.verify.attestations``)
@@ -105,11 +111,15 @@ class SourceSpec:
     allow_remote_bases: bool = False
     #: the Sync's patches, images, name prefix and suffix, components (``runner.plan.overlay``)
     overlay: Overlay | None = None
+    #: the repository key signatures name when ``url`` is a mirror (``spec.verify.signedRepository``)
+    signed_repository: str | None = None
 
     @property
     def needs_secrets(self) -> bool:
         return (
             self.secret_ref is not None
+            or self.cert_secret_ref is not None
+            or self.proxy_secret_ref is not None
             or self.verify_secret_ref is not None
             or any(a.secret_ref is not None for a in self.attestations)
         )
@@ -135,7 +145,7 @@ class Fetched:
 
     @property
     def url(self) -> str:
-        return f"oci://{self.reference.name}@{self.digest}"
+        return self.reference.pinned(self.digest)
 
 
 def resolve(spec: SourceSpec, client: registry.RegistryClient) -> registry.Reference:
@@ -248,7 +258,7 @@ def choose(
     reason = f"{_revision(waits, digest)}: " + "; ".join(v.reason for v in verdicts if not v.ok)
     if chosen is not None:
         return chosen[0], chosen[1], reason
-    url = f"oci://{waits.name}@{digest}"
+    url = waits.pinned(digest)
     raise Waiting(reason, url=url, digest=digest, revision=_revision(waits, digest))
 
 
@@ -269,7 +279,7 @@ def _pin(
         # imported here: sigstore costs a third of a second of start-up, needed only to verify
         from lockgate.signing import verify as verify_mod
 
-        verified = verify_mod.verify(ref, policy, client=client)
+        verified = verify_mod.verify(ref, policy, client=client, signed_repository=spec.signed_repository)
         return verified.digest, verified.signer
     if not spec.insecure_skip_verify:
         raise UsageError(f"{ref}: {missing_policy(spec.spelling)}")
@@ -340,6 +350,16 @@ def _reader(spec: SourceSpec, secrets: SecretReader | None) -> SecretReader:
     return secrets
 
 
+def transport_options(spec: SourceSpec, secrets: SecretReader | None) -> registry.TransportOptions:
+    """``spec.certSecretRef``, ``spec.proxySecretRef`` and ``spec.insecure``, read now."""
+    return transportrefs.options_for(
+        insecure=spec.insecure,
+        cert_secret_ref=spec.cert_secret_ref,
+        proxy_secret_ref=spec.proxy_secret_ref,
+        secrets=secrets,
+    )
+
+
 def fetch(
     spec: SourceSpec,
     *,
@@ -356,7 +376,8 @@ def fetch(
         creds = None
         if spec.secret_ref is not None:
             creds = _reader(spec, secrets).registry_credentials(spec.secret_ref, base.host)
-        client = registry.RegistryClient.for_reference(base, credentials=creds)
+        options = transport_options(spec, secrets)
+        client = registry.RegistryClient.for_reference(base, credentials=creds, options=options)
     policy = spec.policy
     if spec.verify_secret_ref is not None:
         policy = _reader(spec, secrets).key_policy(spec.verify_secret_ref)

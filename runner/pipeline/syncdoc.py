@@ -16,10 +16,11 @@ from typing import TYPE_CHECKING
 from lockgate import located, registry, semver
 from lockgate.artifact.limits import Limits
 from lockgate.errors import LockgateError, UsageError
-from lockgate.signing import github
+from lockgate.signing import buildclaims, github
+from lockgate.signing.buildclaims import BuildClaims
 from lockgate.signing.github import GitHubClaims
 from lockgate.signing.options import VerifyOptions, build_policy, field_spelling, policy_warnings
-from runner.pipeline import attesting, decrypt, notifications, overlays, source, substitute
+from runner.pipeline import attesting, decrypt, eventfilter, notifications, overlays, source, substitute
 from runner.pipeline.documents import (
     AttestationRequirement,
     Notify,
@@ -57,6 +58,12 @@ def _check_source(sync: SyncEntry, messages: list[str]) -> None:
         registry.parse(spec.url)
     except LockgateError as exc:
         messages.append(f"{sync.where(('spec', 'url'))}: spec.url: {exc.message}")
+    signed = spec.verify.signed_repository
+    if signed is not None:
+        try:
+            registry.repository_name(signed, "spec.verify.signedRepository")
+        except LockgateError as exc:
+            messages.append(f"{sync.where(('spec', 'verify', 'signedRepository'))}: {exc.message}")
     if spec.semver is not None:
         try:
             semver.Constraints.parse(spec.semver)
@@ -74,6 +81,7 @@ def _policy(sync: SyncEntry, messages: list[str]) -> Policy | None:
         issuer=verify.issuer,
         issuer_regexp=verify.issuer_regexp,
         github=_pins(verify),
+        build=_build_pins(verify),
         trusted_root=Path(verify.trusted_root) if verify.trusted_root else None,
         insecure_skip=verify.insecure_skip,
     )
@@ -126,12 +134,18 @@ def options(
             insecure_skip_verify=verify.insecure_skip,
             spelling=source.FIELDS,
             secret_ref=spec.secret_ref,
+            cert_secret_ref=spec.cert_secret_ref,
+            proxy_secret_ref=spec.proxy_secret_ref,
+            insecure=spec.insecure,
             verify_secret_ref=verify.secret_ref,
             attestations=attestations,
             warnings=warnings + warned,
             limits=Limits(max_total_bytes=spec.max_size, max_files=spec.max_files, max_ratio=spec.max_ratio),
             allow_remote_bases=runner.allow_remote_bases,
             overlay=overlay,
+            signed_repository=None
+            if verify.signed_repository is None
+            else registry.repository_name(verify.signed_repository, "spec.verify.signedRepository"),
         ),
         namespace=spec.namespace or runner.namespace,
         target_namespace=spec.target_namespace,
@@ -248,6 +262,11 @@ def _pins(fields: Verify | AttestationRequirement) -> GitHubClaims:
     return GitHubClaims(**{c.attribute: getattr(fields, f"github_{c.attribute}") for c in github.CLAIMS})
 
 
+def _build_pins(fields: Verify | AttestationRequirement) -> BuildClaims:
+    """The source/build extension fields (``sourceRepositoryURI``...) as the policy's pins."""
+    return BuildClaims(**{c.attribute: getattr(fields, c.attribute) for c in buildclaims.CLAIMS})
+
+
 def _attestations(
     sync: SyncEntry, own_cluster: str, messages: list[str]
 ) -> tuple[tuple[source.AttestationSpec, ...], tuple[str, ...]]:
@@ -269,6 +288,7 @@ def _attestations(
             issuer=item.issuer,
             issuer_regexp=item.issuer_regexp,
             github=_pins(item),
+            build=_build_pins(item),
             trusted_root=Path(spec.verify.trusted_root) if spec.verify.trusted_root else None,
         )
         if [item.key is not None, item.secret_ref is not None, keyless.keyless].count(True) != 1:
@@ -398,6 +418,7 @@ def _providers(
                 context=notifications.context_for(notify.context, cluster=runner.cluster_name, sync=name),
                 target_url=notify.target_url,
                 cert_secret_ref=notify.cert_secret_ref,
+                events=_event_filter(notify),
             )
         )
     return tuple(providers)
@@ -409,6 +430,10 @@ def _api_url(notify: Notify) -> str | None:
     return notifications.DEFAULT_GITHUB_API if notify.type == "github" else None
 
 
+def _event_filter(notify: Notify) -> eventfilter.EventFilter:
+    return eventfilter.EventFilter(notify.event_severity, notify.inclusion_list, notify.exclusion_list)
+
+
 def _notify_problem(notify: Notify) -> str:
     if notify.type in notifications.FORGE_TYPES and notify.secret_ref is None:
         entries = "'username' and 'password' entries" if notify.type == "bitbucketserver" else ""
@@ -416,4 +441,10 @@ def _notify_problem(notify: Notify) -> str:
         return f"a {notify.type} provider needs secretRef, a Secret whose {what} is the token"
     if notify.type not in notifications.FORGE_TYPES and notify.address is None and notify.secret_ref is None:
         return f"a {notify.type} provider needs address, or secretRef to a Secret with an 'address' entry"
-    return ""
+    events = _event_filter(notify)
+    if events.filters and notify.type not in eventfilter.EVENT_PROVIDERS:
+        return (
+            f"eventSeverity, inclusionList and exclusionList filter events; a {notify.type} provider "
+            "posts every pass's commit status: remove them"
+        )
+    return "; ".join(eventfilter.problems(events))

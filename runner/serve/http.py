@@ -11,29 +11,35 @@ from the service comes through the narrow ``Endpoints`` protocol, and every call
 runs in a worker thread, so a scheduler busy under its lock never stalls ``/healthz``.
 
 ``POST /hook/<sync>`` takes, with the Runner's webhook token (the ``token`` key of its
-Secret, as Flux's Receiver): GitHub's ``X-Hub-Signature-256`` (HMAC-SHA256 of the raw
-body), Flux's generic-hmac ``X-Signature: sha1|sha256|sha512=<hex>``, or
-``Authorization: Bearer <token>``; any one suffices, each compared in constant time. The
-order of the checks keeps strangers from learning anything: no token configured answers
-404 (Flux's Receiver cannot exist without one either), a token that cannot be read or is
-shorter than 16 bytes 503 (closed: an HMAC with an empty key lets anyone in), then the
-body limit (413, from ``Content-Length`` before reading, else while the body streams in),
-then authentication (401, nothing triggered), and only then whether the sync exists (404)
-and whether it is suspended (409, nothing triggered). A body sent as JSON
-(``Content-Type: application/json``) is then parsed within the parsing bounds
-(``lockgate.bounded``): malformed or over a bound answers 400 and triggers nothing, and a
-GitHub push names its ref and commit in the pass's reason. GitHub's ``ping`` answers 200
-without a pass; ``push``, ``package`` and ``registry_package`` trigger one; other GitHub
-events answer 200 and say they were ignored. Coalescing bursts into one pass is the
-scheduler's business (``Endpoints.trigger``). Each answer that is not a trigger is one log
-event with its fields.
+Secret, as Flux's Receiver), the proof of any forge ``runner.serve.forges`` knows: GitHub's
+``X-Hub-Signature-256``, GitLab's ``X-Gitlab-Token``, Gitea's and Forgejo's
+``X-Gitea-Signature`` / ``X-Forgejo-Signature``, Bitbucket's ``X-Hub-Signature``, Flux's
+generic-hmac ``X-Signature``, or ``Authorization: Bearer <token>``; any one suffices, each
+compared in constant time (``runner.serve.proofs``). The order of the checks keeps strangers
+from learning anything: no token configured answers 404 (Flux's Receiver cannot exist
+without one either), a token that cannot be read or is shorter than 16 bytes 503 (closed:
+an HMAC with an empty key lets anyone in), then the body limit (413, from
+``Content-Length`` before reading, else while the body streams in), then authentication
+(401, nothing triggered), and only then whether the sync exists (404) and whether it is
+suspended (409, nothing triggered). A body sent as JSON (``Content-Type:
+application/json``) is then parsed within the parsing bounds (``lockgate.bounded``):
+malformed or over a bound answers 400 and triggers nothing. The forge's ping
+(GitHub ``ping``, Bitbucket ``diagnostics:ping``) answers 200 without a pass, its push and
+package events trigger one (naming the ref and commit in the pass's reason), other events
+answer 200 and say they were ignored (``forges.classify``). Coalescing bursts into one pass
+is the scheduler's business (``Endpoints.trigger``). Each answer that is not a trigger is one
+log event with its fields.
+
+``POST /hook/<64 hex digits>`` is a registry receiver's secret path (``runner.serve.receivers``,
+found through ``RegistryHooks``): a path no receiver has, or Harbor's or Nexus's proof
+missing, answers 401; the payload names the repository, and only the receiver's syncs whose
+url is that repository are triggered.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import hmac
 import logging
 import socket
 import threading
@@ -51,20 +57,18 @@ from starlette.routing import Route
 from lockgate import bounded
 from lockgate.errors import LockgateError, UsageError
 from runner.pipeline.secretrefs import MIN_TOKEN_BYTES
-from runner.serve import listener
+from runner.serve import forges, listener, receivers
+from runner.serve.forges import authenticate as authenticate  # re-exported: the tests call http.authenticate
 from runner.serve.metrics import Metrics
 
 log = logging.getLogger("lockgate.serve.http")
 
-GITHUB_TRIGGERS = frozenset({"push", "package", "registry_package"})
 BODY_SECONDS = 10.0
 NOT_CONFIGURED = "webhooks are not configured (set webhook.secretRef in the Runner document)"
 UNUSABLE = (
     "the webhook token cannot be read, or is missing or shorter than "
     f"{MIN_TOKEN_BYTES} bytes; the runner's log says which"
 )
-# generic-hmac as Flux checks it (go-github's ValidateSignature): the prefix names the hash
-_HMAC_DIGESTS = ("sha1", "sha256", "sha512")
 
 
 class Endpoints(Protocol):
@@ -89,41 +93,19 @@ class Endpoints(Protocol):
         ...
 
 
+class RegistryHooks(Protocol):
+    """How the HTTP side finds a registry receiver by its hook path (``runner.serve.receivers``)."""
+
+    def receiver(self, digest: str) -> receivers.Found | None:
+        """The receiver whose hook path is ``/hook/<digest>``; None when there is none."""
+        ...
+
+
 class _Refused(Exception):
     def __init__(self, status: int, message: str) -> None:
         super().__init__(message)
         self.status = status
         self.message = message
-
-
-def authenticate(headers: Mapping[str, str], body: bytes, token: bytes) -> str | None:
-    """Which scheme proved the request (``github``, ``generic-hmac``, ``bearer``), or None.
-
-    A token shorter than ``MIN_TOKEN_BYTES`` proves nothing: an HMAC with an empty key is
-    one anybody can compute.
-    """
-    if len(token) < MIN_TOKEN_BYTES:
-        return None
-    github = headers.get("x-hub-signature-256")
-    if github is not None and _signed(github, body, token, allowed=("sha256",)):
-        return "github"
-    generic = headers.get("x-signature")
-    if generic is not None and _signed(generic, body, token, allowed=_HMAC_DIGESTS):
-        return "generic-hmac"
-    scheme, _, value = headers.get("authorization", "").strip().partition(" ")
-    if scheme.lower() == "bearer" and value and hmac.compare_digest(value.strip().encode("latin-1"), token):
-        return "bearer"
-    return None
-
-
-def _signed(header: str, body: bytes, token: bytes, *, allowed: tuple[str, ...]) -> bool:
-    algorithm, sep, given = header.strip().partition("=")
-    algorithm = algorithm.lower()
-    if not sep or algorithm not in allowed:
-        return False
-    expected = hmac.new(token, body, algorithm).hexdigest().encode()
-    # headers arrive decoded as latin-1, so this is the exact bytes the client sent
-    return hmac.compare_digest(expected, given.strip().lower().encode("latin-1"))
 
 
 async def _read_body(request: Request, limit: int) -> bytes:
@@ -162,16 +144,6 @@ def _payload(headers: Mapping[str, str], body: bytes, limit: int) -> Any:
         raise _Refused(400, "the body is sent as JSON but is not valid JSON; nothing triggered") from None
 
 
-def _pushed(event: str, payload: Any) -> str:
-    """`` refs/heads/main@6d1e2f3a4b5c`` for a GitHub push payload, else nothing."""
-    if event != "push" or not isinstance(payload, dict):
-        return ""
-    ref, after = payload.get("ref"), payload.get("after")
-    if not isinstance(ref, str) or not ref:
-        return ""
-    return f" {ref}" + (f"@{after[:12]}" if isinstance(after, str) and after else "")
-
-
 def _answer(
     sync: str, status: int, *, triggered: bool = False, message: str, close: bool = False
 ) -> Response:
@@ -179,15 +151,34 @@ def _answer(
     return JSONResponse(body, status_code=status, headers={"Connection": "close"} if close else None)
 
 
+def _received(
+    receiver: str | None,
+    status: int,
+    *,
+    message: str,
+    triggered: list[str] | None = None,
+    close: bool = False,
+) -> Response:
+    body: dict[str, Any] = {"triggered": triggered or [], "message" if status < 400 else "error": message}
+    if receiver is not None:
+        body["receiver"] = receiver
+    return JSONResponse(body, status_code=status, headers={"Connection": "close"} if close else None)
+
+
 async def _healthz(request: Request) -> Response:
     return PlainTextResponse("ok")
 
 
-def hooks_app(endpoints: Endpoints, *, max_body_bytes: int) -> Starlette:
-    """The webhook listener's application: ``POST /hook/{sync}`` and ``GET /healthz``."""
+def hooks_app(
+    endpoints: Endpoints, *, max_body_bytes: int, registries: RegistryHooks | None = None
+) -> Starlette:
+    """The webhook listener's application: ``POST /hook/{sync}`` (and the registry receivers'
+    secret paths, found through ``registries``) and ``GET /healthz``."""
 
     async def hook(request: Request) -> Response:
         sync = request.path_params["sync"]
+        if registries is not None and receivers.is_digest(sync):
+            return await registry_hook(request, sync)
         token = await run_in_threadpool(endpoints.webhook_token)
         if token is None:
             return _answer(sync, 404, message=NOT_CONFIGURED)
@@ -219,24 +210,64 @@ def hooks_app(endpoints: Endpoints, *, max_body_bytes: int) -> Starlette:
                 409,
                 message=f"sync {sync} is suspended (spec.suspend in the configuration); nothing triggered",
             )
-        event = request.headers.get("x-github-event", "").strip().lower()
         try:
             payload = _payload(request.headers, body, max_body_bytes)
         except _Refused as refused:
             return _answer(sync, refused.status, message=refused.message)
-        if event == "ping":
-            return _answer(sync, 200, message="pong: the webhook reaches lockgate; nothing triggered")
-        if event and event not in GITHUB_TRIGGERS:
-            return _answer(
-                sync,
-                200,
-                message=f"GitHub event {event!r} ignored: only push, package and registry_package trigger",
-            )
-        reason = f"webhook: GitHub {event}{_pushed(event, payload)}" if event else f"webhook ({scheme})"
+        event = forges.classify(scheme, request.headers, payload)
+        if event.kind != "trigger":
+            return _answer(sync, 200, message=event.text)
+        reason = event.text
         if not await run_in_threadpool(endpoints.trigger, sync, reason):
             return _answer(sync, 404, message=f"no sync named {sync!r}")
         log.info("webhook triggered a pass", extra={"sync": sync, "reason": reason, "client": client})
         return _answer(sync, 200, triggered=True, message=f"a pass of {sync} is requested ({reason})")
+
+    async def registry_hook(request: Request, digest: str) -> Response:
+        """A registry receiver's secret path: the path proves the token (and Harbor's header or
+        Nexus's signature with it); the syncs whose url is the pushed repository are triggered."""
+        assert registries is not None
+        found = await run_in_threadpool(registries.receiver, digest)
+        try:
+            body = await _read_body(request, max_body_bytes)
+        except _Refused as refused:
+            return _received(None, refused.status, message=refused.message, close=True)
+        client = request.client.host if request.client else "unknown"
+        if found is None or not receivers.authenticate(found.kind, request.headers, body, found.token):
+            why = "no receiver has this path" if found is None else f"{found.kind} proof missing or wrong"
+            log.warning("webhook refused", extra={"status": 401, "reason": why, "client": client})
+            return _received(None, 401, message="missing or invalid hook path, signature or token")
+        try:
+            payload = bounded.json_value(body, "the webhook body", max_bytes=max_body_bytes)
+            event = receivers.pushed(found.kind, request.headers, payload)
+        except bounded.LimitExceeded as exc:
+            return _received(found.name, 400, message=exc.message)
+        except receivers.BadPayload as exc:
+            return _received(found.name, 400, message=f"{exc}; nothing triggered")
+        except ValueError:
+            return _received(found.name, 400, message="the body is not valid JSON; nothing triggered")
+        if event.ignored:
+            return _received(found.name, 200, message=f"{event.ignored} ignored: only pushes trigger")
+        reason = f"webhook: {found.kind} {event}"
+        triggered, suspended = [], []
+        for name, url in found.syncs:
+            if not receivers.matches(event, url):
+                continue
+            if await run_in_threadpool(endpoints.suspended, name):
+                suspended.append(name)
+            elif await run_in_threadpool(endpoints.trigger, name, reason):
+                triggered.append(name)
+        log.info(
+            "registry webhook received",
+            extra={"receiver": found.name, "reason": reason, "client": client, "syncs": ",".join(triggered)},
+        )
+        if triggered or suspended:
+            message = f"passes requested ({reason})" if triggered else "nothing triggered"
+            if suspended:
+                message += f"; suspended (spec.suspend), not triggered: {', '.join(suspended)}"
+        else:
+            message = f"no sync of receiver {found.name} has url {event}; nothing triggered"
+        return _received(found.name, 200, message=message, triggered=triggered)
 
     return Starlette(
         routes=[Route("/hook/{sync}", hook, methods=["POST"]), Route("/healthz", _healthz, methods=["GET"])]

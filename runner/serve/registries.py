@@ -1,5 +1,5 @@
-"""The registry clients ``serve`` keeps: one per host and credentials Secret, shared by passes,
-cheap checks and the status page, so they reuse connections and tokens.
+"""The registry clients ``serve`` keeps: one per host and Secrets (credentials, certificates,
+proxy), shared by passes, cheap checks and the status page, so they reuse connections and tokens.
 
 A client built from a Secret is rebuilt after ``SECRET_CACHE_SECONDS`` (Secrets rotate); one
 without credentials is kept for the life of the process. Each host and Secret has one
@@ -18,7 +18,7 @@ from lockgate import registry
 from lockgate.registry.cache import RegistryCache
 from runner.kube.client import Kube
 from runner.pipeline import reconcile as pipeline
-from runner.pipeline import secretrefs
+from runner.pipeline import secretrefs, source
 
 #: how long a client built from a credentials Secret is reused before the Secret is read again
 SECRET_CACHE_SECONDS = 60.0
@@ -33,22 +33,26 @@ class Registries:
         self._seen: dict[int, dict[str, int]] = {}
 
     def client(self, options: pipeline.SyncOptions) -> registry.RegistryClient:
-        """The client for ``options``' source: its host and its ``secretRef``, if any."""
+        """The client for ``options``' source: its host and the Secrets it names, if any."""
         ref = registry.parse(options.source.url)
-        secret = options.source.secret_ref or ""
-        key = (ref.host, f"{options.namespace}/{secret}" if secret else "")
+        spec = options.source
+        # the certificate and proxy Secrets and insecure make a different client too
+        names = (spec.secret_ref, spec.cert_secret_ref, spec.proxy_secret_ref)
+        secret = any(names)
+        key = (ref.host, f"{options.namespace}/{names}/{spec.insecure}" if secret or spec.insecure else "")
         now = time.monotonic()
         with self._lock:
             cached = self._clients.get(key)
             if cached is not None and (not secret or now - cached[0] < SECRET_CACHE_SECONDS):
                 return cached[1]
         creds = None
-        if secret:
-            reader = secretrefs.SecretReader(self.kube, pipeline.runner_namespace(options.namespace))
-            creds = reader.registry_credentials(secret, ref.host)
+        reader = secretrefs.SecretReader(self.kube, pipeline.runner_namespace(options.namespace))
+        if spec.secret_ref:
+            creds = reader.registry_credentials(spec.secret_ref, ref.host)
+        transport = source.transport_options(spec, reader)
         with self._lock:
             cache = self._caches.setdefault(key, RegistryCache())
-        client = registry.RegistryClient.for_reference(ref, credentials=creds, cache=cache)
+        client = registry.RegistryClient.for_reference(ref, credentials=creds, cache=cache, options=transport)
         with self._lock:
             self._clients[key] = (now, client)
         return client

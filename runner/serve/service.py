@@ -43,7 +43,7 @@ from runner.pipeline import config as config_mod
 from runner.pipeline import reconcile as pipeline
 from runner.pipeline import records, secretrefs, source, status
 from runner.pipeline.result import Result
-from runner.serve import departures, holds, http, leases, listener, registries
+from runner.serve import departures, holds, http, leases, listener, receivers, registries
 from runner.serve import log as log_mod
 from runner.serve.metrics import Metrics
 from runner.serve.notify import delivery, notifier
@@ -158,8 +158,15 @@ class Service:
         self.probes = http.HttpServers(
             http.probes_app(self, self.metrics), [settings.metrics_address], limits=listener.PROBES
         )
+        self.receivers = receivers.Directory(
+            lambda: self.kube,
+            self.namespace,
+            lambda: self.config.runner.receivers,
+            lambda: [(o.name, o.source.url) for o in self.config.syncs],
+            cache_seconds=TOKEN_CACHE_SECONDS,
+        )
         self.hooks = http.HttpServers(
-            http.hooks_app(self, max_body_bytes=settings.max_body_bytes),
+            http.hooks_app(self, max_body_bytes=settings.max_body_bytes, registries=self.receivers),
             [settings.webhook_address],
             limits=listener.WEBHOOK,
         )
@@ -498,6 +505,7 @@ class Service:
                 log.warning("cannot read the webhook Secret yet", extra={"reason": exc.message})
             else:
                 secretrefs.usable_token(data, where=reader.where(ref, WEBHOOK_FIELD), what="webhook")
+        self.receivers.check()
         if self.page is not None:
             self.page.check_token()
 

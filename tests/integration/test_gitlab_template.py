@@ -6,7 +6,10 @@ JSON schema) and runs the jobs. No container engine runs here, so ``--force-shel
 runs them on the host, where the venv's ``lockgate`` stands in for the image's: the
 ``image:`` is the only part not exercised. The project is a clone of a repository of the
 world's git remote; artifacts go to the world's registries (the password-protected one for
-publish, so the template's credentials from the environment are used).
+publish, so the template's credentials from the environment are used). Keyless signing runs
+against the world's Sigstore stack: gitlab-ci-local validates ``id_tokens`` but mints no
+token, so the test plays GitLab's part and hands the job ``SIGSTORE_ID_TOKEN`` minted by the
+world's GitLab-shaped OIDC issuer for this project and commit (tests/world/ci_tokens.py).
 """
 
 from __future__ import annotations
@@ -24,10 +27,11 @@ import yaml
 
 from tests.integration.images_support import native_config, seed_tags
 from tests.integration.reconcile_support import configmap, dump
-from tests.world import npm
+from tests.world import ci_tokens, npm
 from tests.world.forges import ForgeStandIn
 from tests.world.gitremote import GitRemote
 from tests.world.registry import Registry
+from tests.world.sigstore import SigstoreStack
 
 TEMPLATE = Path(__file__).resolve().parents[2] / "workflows" / "gitlab" / "lockgate.gitlab-ci.yml"
 VENV_BIN = Path(sys.executable).parent
@@ -235,3 +239,46 @@ def test_image_update_with_a_merge_request_branch_keeps_one_merge_request(
     assert (check / "deploy" / "app.yaml").read_text().startswith(f"image: {image}:1.3.0 ")
     main = json.loads((work / "lockgate-images.json").read_text())
     assert main["automations"][0]["pullRequest"]["action"] == "opened"
+def test_keyless_publish_signs_with_the_jobs_id_token_as_the_project_and_commit(
+    git_remote: GitRemote, registry: Registry, sigstore_stack: SigstoreStack, unique: str, tmp_path: Path
+) -> None:
+    work = project(git_remote, unique, tmp_path, {"publish": {"extends": ".lockgate-publish"}})
+    (work / "deploy").mkdir()
+    (work / "deploy" / "cm.yaml").write_text(dump(configmap("web", "apps", {"v": "1"})))
+    commit_all(work)
+    sha = git(work, "rev-parse", "HEAD").strip()
+    url = registry.oci(f"{unique}/manifests", ":main")
+    keyless = {
+        "LOCKGATE_PATH": "deploy",
+        "LOCKGATE_URL": url,
+        "LOCKGATE_TAGS": "",
+        "LOCKGATE_REGISTRY_HOST": "",
+        "LOCKGATE_SIGN": "keyless",
+        "LOCKGATE_TRUST_CONFIG": str(sigstore_stack.trust_config),
+    }
+    # without the ID token the job says which one it needs, before anything is pushed
+    untokened = gitlab_ci_local(work, "publish", variables=keyless)
+    assert untokened.returncode != 0
+    assert "LOCKGATE_SIGN=keyless needs the job ID token SIGSTORE_ID_TOKEN" in untokened.stdout, (
+        untokened.stdout[-4000:]
+    )
+
+    token = sigstore_stack.gitlab_token(ci_tokens.gitlab_ci(f"group/{unique}", sha=sha))
+    published = gitlab_ci_local(work, "publish", variables={**keyless, "SIGSTORE_ID_TOKEN": token})
+    assert published.returncode == 0, published.stdout[-4000:] + published.stderr[-2000:]
+    assert token not in published.stdout + published.stderr
+    digest = json.loads((work / "lockgate-publish.json").read_text())["digest"]
+
+    project_url = f"https://gitlab.example.com/group/{unique}"
+    verified = lockgate(
+        "verify", url,
+        "--certificate-identity", f"{project_url}//.gitlab-ci.yml@refs/heads/main",
+        "--certificate-oidc-issuer", sigstore_stack.gitlab.url,
+        "--certificate-source-repository-uri", project_url,
+        "--certificate-source-repository-digest", sha,
+        "--certificate-build-trigger", "push",
+        "--trusted-root", str(sigstore_stack.trusted_root),
+        "-o", "json",
+    )  # fmt: skip
+    assert verified["digest"] == digest and verified["mode"] == "keyless", verified
+    assert verified["signer"] == f"{project_url}//.gitlab-ci.yml@refs/heads/main"

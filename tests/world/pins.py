@@ -94,6 +94,22 @@ func NewPrometheusServer(readTimeout, writeTimeout time.Duration) *http.Server {
 }
 """
 
+_ALERTMANAGER_NO_UI = """package ui
+
+import (
+	"net/http"
+
+	"github.com/prometheus/common/route"
+)
+
+// Register answers the web UI's paths with 404: the UI's assets are built by npm in
+// Alertmanager's release, not shipped in the module (lockgate test world build; the v2 API
+// is served as upstream).
+func Register(r *route.Router) {
+	r.Get("/", http.NotFound)
+}
+"""
+
 COMPONENTS: dict[str, GoComponent] = {
     c.name: c
     for c in (
@@ -244,7 +260,7 @@ COMPONENTS: dict[str, GoComponent] = {
             version="v3.13.3",
             programs={"sops": "github.com/getsops/sops/v3/cmd/sops"},
         ),
-        # the real forge of the forge tests (tests/integration/test_forge_gitea.py): commit
+        # the real forge of the forge tests (tests/integration/test_forge_*.py): commit
         # statuses and pull requests through its REST API, which needs none of its web
         # assets (no `bindata` tag: templates would be read from disk, the API never
         # renders them). SQLite is mattn/go-sqlite3, a cgo package, hence the cgo build.
@@ -257,6 +273,17 @@ COMPONENTS: dict[str, GoComponent] = {
             ldflags=("-X main.Version=1.26.0",),
             tags=("sqlite", "sqlite_unlock_notify"),
             cgo=True,
+        ),
+        # the real Alertmanager the `alertmanager` notification provider posts to
+        # (tests/integration/test_notify_alertmanager.py asserts through its v2 API)
+        GoComponent(
+            name="alertmanager",
+            module="github.com/prometheus/alertmanager",
+            version="v0.35.0",
+            programs={"alertmanager": "github.com/prometheus/alertmanager/cmd/alertmanager"},
+            ldflags=("-X github.com/prometheus/common/version.Version=0.35.0",),
+            # ui/web.go embeds app/dist, which npm builds for the release: not in the module
+            overlay=(("ui/web.go", _ALERTMANAGER_NO_UI), ("ui/web_test.go", "package ui\n")),
         ),
         # the linter of the workflows, and through them of action.yml's inputs
         # (tests/unit/action/test_github_action_yml.py)

@@ -5,7 +5,9 @@ auth tests; ``token=TokenAuth(...)`` makes it a token-auth registry (Distributio
 token``, as Docker Hub and GHCR work) whose 401 names the given realm. ``public_url`` is
 Distribution's ``http.host`` (the URL generated links such as upload locations name) and
 ``storage_redirect`` its ``redirect`` storage middleware (blob GET/HEAD answered with a 307 to
-that base URL plus the blob's storage path, as a registry on S3 or a CDN answers). Storage is a
+that base URL plus the blob's storage path, as a registry on S3 or a CDN answers).
+``tls=ServedTLS(...)`` serves https (Distribution's ``http.tls``) with the given certificate,
+and with ``clientcas`` set it requires and verifies client certificates. Storage is a
 temporary directory (``Registry.data``) that goes away with the world.
 """
 
@@ -13,6 +15,7 @@ from __future__ import annotations
 
 import secrets
 import shutil
+import ssl
 import subprocess
 import urllib.error
 import urllib.request
@@ -25,9 +28,22 @@ from tests.world.process import Process, free_port, start, wait_until
 REGISTRY_BINARY = "docker-registry"
 
 
+@dataclass(frozen=True)
+class ServedTLS:
+    """Distribution's ``http.tls``: the serving certificate and key, and the CAs whose client
+    certificates it accepts (none: no client certificate asked for)."""
+
+    certificate: Path
+    key: Path
+    clientcas: tuple[Path, ...] = ()
+    #: what the readiness check trusts and presents (a CA file; a client pair when clientcas)
+    ca: Path | None = None
+    client: tuple[Path, Path] | None = None
+
+
 @dataclass
 class Registry:
-    """A running registry. ``host`` is ``127.0.0.1:<port>``; it speaks plain http."""
+    """A running registry. ``host`` is ``127.0.0.1:<port>``; it speaks plain http unless ``tls``."""
 
     host: str
     process: Process
@@ -35,10 +51,11 @@ class Registry:
     password: str | None = None
     #: the filesystem storage driver's root: blobs are under docker/registry/v2/blobs/
     data: Path | None = None
+    tls: ServedTLS | None = None
 
     @property
     def url(self) -> str:
-        return f"http://{self.host}"
+        return f"{'https' if self.tls else 'http'}://{self.host}"
 
     def oci(self, repository: str, ref: str = "") -> str:
         """An ``oci://`` URL into this registry; ``ref`` is ``:tag`` or ``@sha256:...``."""
@@ -67,6 +84,7 @@ def _config(
     token: TokenAuth | None = None,
     public_url: str | None = None,
     storage_redirect: str | None = None,
+    tls: ServedTLS | None = None,
 ) -> str:
     auth = f"auth:\n  htpasswd:\n    realm: lockgate-test\n    path: {htpasswd}\n" if htpasswd else ""
     if token is not None:
@@ -81,12 +99,17 @@ def _config(
         if storage_redirect
         else ""
     )
+    served = ""
+    if tls is not None:
+        served = f"  tls:\n    certificate: {tls.certificate}\n    key: {tls.key}\n"
+        if tls.clientcas:
+            served += "    clientcas:\n" + "".join(f"      - {ca}\n" for ca in tls.clientcas)
     return (
         "version: 0.1\n"
         "log:\n  level: info\n  accesslog:\n    disabled: true\n"
         f"storage:\n  filesystem:\n    rootdirectory: {root / 'data'}\n  delete:\n    enabled: true\n"
         "  cache:\n    blobdescriptor: inmemory\n"
-        f"http:\n  addr: 127.0.0.1:{port}\n{host}  headers:\n    X-Content-Type-Options: [nosniff]\n"
+        f"http:\n  addr: 127.0.0.1:{port}\n{host}{served}  headers:\n    X-Content-Type-Options: [nosniff]\n"
         f"{auth}{middleware}"
     )
 
@@ -99,6 +122,7 @@ def start_registry(
     token: TokenAuth | None = None,
     public_url: str | None = None,
     storage_redirect: str | None = None,
+    tls: ServedTLS | None = None,
 ) -> Registry:
     binary = shutil.which(REGISTRY_BINARY)
     if binary is None:
@@ -122,18 +146,31 @@ def start_registry(
     port = free_port()
     config = root / "config.yml"
     config.write_text(
-        _config(root, port, htpasswd, token=token, public_url=public_url, storage_redirect=storage_redirect)
+        _config(
+            root, port, htpasswd, token=token, public_url=public_url, storage_redirect=storage_redirect,
+            tls=tls,
+        )
     )
     process = start(
         name, [binary, "serve", config], log=root / "registry.log", env={"OTEL_TRACES_EXPORTER": "none"}
     )
     registry = Registry(
-        host=f"127.0.0.1:{port}", process=process, username=username, password=password, data=root / "data"
+        host=f"127.0.0.1:{port}",
+        process=process,
+        username=username,
+        password=password,
+        data=root / "data",
+        tls=tls,
     )
+    context = None
+    if tls is not None:
+        context = ssl.create_default_context(cafile=str(tls.ca) if tls.ca else None)
+        if tls.client is not None:
+            context.load_cert_chain(str(tls.client[0]), str(tls.client[1]))
 
     def ready() -> bool:
         try:
-            with urllib.request.urlopen(f"{registry.url}/v2/", timeout=1) as resp:
+            with urllib.request.urlopen(f"{registry.url}/v2/", timeout=1, context=context) as resp:
                 return bool(resp.status == 200)
         except urllib.error.HTTPError as exc:
             return exc.code == 401 and (auth or token is not None)

@@ -7,8 +7,10 @@ The stack, each piece a real server:
   identity Fulcio is configured for: an e-mail issuer (Fulcio type ``email``), and one whose
   tokens are shaped as GitHub Actions' (``tests.world.ci_tokens``; type ``github-workflow``,
   which requires the 16 claims it reads and, as for the real issuer, builds the SAN and the
-  GitHub extensions, OIDs ``1.3.6.1.4.1.57264.1.*``, on the base https://github.com/).
-  Another CI's shape (type ``gitlab-pipeline``) is one more issuer and one more helper;
+  GitHub extensions, OIDs ``1.3.6.1.4.1.57264.1.*``, on the base https://github.com/), and
+  one whose tokens are GitLab CI's (``ci_tokens.gitlab_ci``; type ``ci-provider`` with the
+  ``gitlab-pipeline`` provider, as the public Fulcio is configured for gitlab.com, for a
+  self-hosted ``https://gitlab.example.com``: the SAN is ``https://<ci_config_ref_uri>``);
 - Fulcio (``--ca ephemeralca``: a CA generated at start-up) that trusts only those issuers;
 - TesseraCT (POSIX storage), the CT log whose SCT Fulcio embeds in every certificate
   (sigstore-python refuses a certificate without one) and which accepts only chains to
@@ -44,7 +46,7 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.hazmat.primitives.asymmetric.utils import decode_dss_signature
 
-from tests.world import binaries
+from tests.world import binaries, ci_tokens
 from tests.world.errors import WorldSetupError
 from tests.world.process import Process, free_port, start, wait_until
 
@@ -88,9 +90,11 @@ class OIDCIssuer:
     the issuer serves only what a relying party (Fulcio) fetches to check them.
     """
 
-    def __init__(self, log: Path, *, kind: str = "email") -> None:
-        #: the Fulcio issuer type it is configured as (``email``, ``github-workflow``)
+    def __init__(self, log: Path, *, kind: str = "email", ci_provider: str | None = None) -> None:
+        #: the Fulcio issuer type it is configured as (``email``, ``github-workflow``, ``ci-provider``)
         self.kind = kind
+        #: for ``ci-provider``: the key of Fulcio's ``CIIssuerMetadata`` (``gitlab-pipeline``)
+        self.ci_provider = ci_provider
         self._key = ec.generate_private_key(ec.SECP256R1())
         numbers = self._key.public_key().public_numbers()
         self.kid = hashlib.sha256(_spki_der(self._key.public_key())).hexdigest()[:16]
@@ -190,6 +194,8 @@ class SigstoreStack:
     oidc: OIDCIssuer
     #: the GitHub-Actions-shaped issuer (``ci_tokens.github_actions``)
     github: OIDCIssuer
+    #: the GitLab-CI-shaped issuer (``ci_tokens.gitlab_ci``)
+    gitlab: OIDCIssuer
     fulcio_url: str
     ct_url: str
     rekor_url: str
@@ -210,6 +216,10 @@ class SigstoreStack:
         """A token of the GitHub-shaped issuer; ``claims`` from ``ci_tokens.github_actions``."""
         return self.github.mint(claims)
 
+    def gitlab_token(self, claims: dict[str, Any]) -> str:
+        """A token of the GitLab-shaped issuer; ``claims`` from ``ci_tokens.gitlab_ci``."""
+        return self.gitlab.mint(claims)
+
     def check(self) -> None:
         """Raise with the log tail if any server died."""
         for process in self.processes:
@@ -220,6 +230,7 @@ class SigstoreStack:
             process.stop()
         self.oidc.stop()
         self.github.stop()
+        self.gitlab.stop()
 
 
 def _ec_key(path: Path, *, pkcs8: bool = True) -> ec.EllipticCurvePrivateKey:
@@ -246,8 +257,10 @@ def _start_fulcio(
             {
                 "OIDCIssuers": {
                     issuer.url: {"IssuerURL": issuer.url, "ClientID": AUDIENCE, "Type": issuer.kind}
+                    | ({"CIProvider": issuer.ci_provider} if issuer.ci_provider else {})
                     for issuer in issuers
-                }
+                },
+                "CIIssuerMetadata": {"gitlab-pipeline": ci_tokens.fulcio_gitlab_provider()},
             }
         )
     )
@@ -442,11 +455,12 @@ def start_sigstore(workdir: Path) -> SigstoreStack:
     since = datetime.now(UTC) - timedelta(minutes=5)
     oidc = OIDCIssuer(directory / "oidc.log")
     github = OIDCIssuer(directory / "oidc-github.log", kind="github-workflow")
+    gitlab = OIDCIssuer(directory / "oidc-gitlab.log", kind="ci-provider", ci_provider="gitlab-pipeline")
     processes: list[Process] = []
     try:
         ct_port = free_port()
         fulcio, fulcio_url, fulcio_chain = _start_fulcio(
-            directory, [oidc, github], f"http://127.0.0.1:{ct_port}"
+            directory, [oidc, github, gitlab], f"http://127.0.0.1:{ct_port}"
         )
         processes.append(fulcio)
         ct, ct_url, ct_key = _start_ct_log(directory, ct_port, fulcio_chain[-1])
@@ -460,6 +474,7 @@ def start_sigstore(workdir: Path) -> SigstoreStack:
             process.stop()
         oidc.stop()
         github.stop()
+        gitlab.stop()
         raise
     trusted_root, signing_config = trust_documents(
         oidc_url=oidc.url,
@@ -486,6 +501,7 @@ def start_sigstore(workdir: Path) -> SigstoreStack:
         directory=directory,
         oidc=oidc,
         github=github,
+        gitlab=gitlab,
         fulcio_url=fulcio_url,
         ct_url=ct_url,
         rekor_url=rekor_url,

@@ -27,7 +27,7 @@ from urllib.parse import urlsplit
 import requests
 
 from lockgate.errors import LockgateError
-from lockgate.forge.base import trusting
+from lockgate.forge.base import session_trusting
 from lockgate.redact import scrub
 
 log = logging.getLogger("lockgate.notify")
@@ -197,19 +197,21 @@ class Queue:
             self._sent(job.provider, job.sync)
 
     def _send(self, request: Request) -> None:
+        session = session_trusting(request.ca) if request.ca else self._session
         try:
-            with trusting(request.ca) as verify:
-                response = self._session.post(
-                    request.url,
-                    data=request.body,
-                    headers={"Content-Type": "application/json", **request.headers},
-                    timeout=self.timeout,
-                    allow_redirects=False,
-                    verify=verify,
-                )
+            response = session.post(
+                request.url,
+                data=request.body,
+                headers={"Content-Type": "application/json", **request.headers},
+                timeout=self.timeout,
+                allow_redirects=False,
+            )
         except requests.exceptions.SSLError as exc:
             # an untrusted certificate stays untrusted: not retried (as Flux's retrying client)
             raise Undeliverable(f"{_describe(exc)} (not retried)") from None
+        finally:
+            if session is not self._session:
+                session.close()
         status = response.status_code
         response.close()
         if status < 300:

@@ -15,12 +15,19 @@ artifact was pulled has no commit: it reaches generic and Slack, not a forge. Dr
 left (``driftDetection.mode: warn``) is one ``DriftDetected`` event when the pass reported it
 (``Result.drift_reported``: new drift, not the same drift again, whatever the process).
 
+Microsoft Teams gets the generic events as an Adaptive Card (``teams``). Alertmanager gets one
+alert per sync while it fails, resolved when it recovers (``alerts``; after a restart the
+inventory's last result stands in for the alert fired before). Event providers send only the
+events their filters admit (``eventSeverity``, ``inclusionList``, ``exclusionList``); a
+recovery resolves an alert whatever the filters.
+
 Secrets are read when a notification is sent (by the delivery worker, not the pass).
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import json
 import logging
 import threading
 from collections.abc import Callable
@@ -35,7 +42,7 @@ from runner.pipeline import reconcile as pipeline
 from runner.pipeline.notifications import Provider
 from runner.pipeline.result import Result
 from runner.pipeline.secretrefs import SecretReader
-from runner.serve.notify import delivery, messages
+from runner.serve.notify import alerts, delivery, messages, teams
 
 log = logging.getLogger("lockgate.notify")
 
@@ -62,6 +69,8 @@ class Notifier:
         self._events: dict[tuple[Provider, str], tuple[str, ...]] = {}
         self._waits: dict[tuple[Provider, str], str] = {}
         self._unannotated: set[tuple[str, str, str]] = set()
+        #: alertmanager: the ``startsAt`` of each sync's firing alert
+        self._firing: dict[tuple[Provider, str], str] = {}
 
     # ---- the pass's hooks ---------------------------------------------------------------
     def applying(self, options: pipeline.SyncOptions, result: Result) -> None:
@@ -109,17 +118,19 @@ class Notifier:
             return
         if result.waiting and result.error is None:
             for provider in options.notify:
-                if not provider.forge:  # the waiting digest's commit is not known: not pulled
+                if _gets_events(provider):  # the waiting digest's commit is not known: not pulled
                     self._waiting(provider, options, result)
         if result.drift_reported:
             for provider in options.notify:
-                if not provider.forge:
+                if _gets_events(provider):
                     self._drift(provider, options, result)
         if result.skipped:
             return
         for provider in options.notify:
             if provider.forge:
                 self._final_status(provider, options, result)
+            elif provider.type == "alertmanager":
+                self._alert(provider, options, result)
             else:
                 self._event(provider, options, result)
 
@@ -213,10 +224,13 @@ class Notifier:
             return  # the same failure again
         if not failed and not result.changeset.changed and not recovered and not result.rolled_back_to:
             return
+        if not provider.events.admits("error" if failed else "info", messages.message_of(result)):
+            return
         if provider.type == "slack":
             body = messages.slack_message(result, cluster=self.cluster)
         else:
-            body = messages.flux_event(result, now=dt.datetime.now(dt.UTC), instance=self.instance)
+            event = messages.flux_event(result, now=dt.datetime.now(dt.UTC), instance=self.instance)
+            body = self._flux(provider, event)
 
         def prepare() -> delivery.Request:
             return self._event_request(provider, result, body)
@@ -246,7 +260,7 @@ class Notifier:
                 f"Secret/{self._namespace(provider, result)}/{provider.secret_ref} ({SECRET_FIELD}): "
                 "has no 'address' entry, and the provider no address"
             )
-        headers: dict[str, str] = {}
+        headers: dict[str, str] = alerts.auth_headers(secret) if provider.type == "alertmanager" else {}
         if provider.type == "generic":
             headers["gotk-component"] = messages.CONTROLLER
             token = secret.get("token")
@@ -264,10 +278,14 @@ class Notifier:
             self._waits[key] = about
         if last == about or (last is None and about == messages.waiting_key(result.previous_waiting)):
             return
+        if not provider.events.admits("info", result.waiting):
+            return
         if provider.type == "slack":
             body = messages.slack_waiting(result, cluster=self.cluster)
         else:
-            body = messages.waiting_event(result, now=dt.datetime.now(dt.UTC), instance=self.instance)
+            body = self._flux(
+                provider, messages.waiting_event(result, now=dt.datetime.now(dt.UTC), instance=self.instance)
+            )
 
         def prepare() -> delivery.Request:
             return self._event_request(provider, result, body)
@@ -288,10 +306,14 @@ class Notifier:
         )
 
     def _drift(self, provider: Provider, options: pipeline.SyncOptions, result: Result) -> None:
+        if not provider.events.admits("error", result.drift_reported):
+            return
         if provider.type == "slack":
             body = messages.slack_drift(result, cluster=self.cluster)
         else:
-            body = messages.drift_event(result, now=dt.datetime.now(dt.UTC), instance=self.instance)
+            body = self._flux(
+                provider, messages.drift_event(result, now=dt.datetime.now(dt.UTC), instance=self.instance)
+            )
         self.queue.submit(
             delivery.Job(
                 provider=provider.type,
@@ -299,6 +321,49 @@ class Notifier:
                 what=f"error event {messages.DRIFT_DETECTED}",
                 prepare=lambda: self._event_request(provider, result, body),
                 forget=lambda: None,
+            )
+        )
+
+    @staticmethod
+    def _flux(provider: Provider, event: bytes) -> bytes:
+        """Flux's event JSON as ``provider`` takes it: Teams as an Adaptive Card, else as is."""
+        return teams.card(json.loads(event)) if provider.type == "msteams" else event
+
+    # ---- alertmanager -----------------------------------------------------------------------
+    def _alert(self, provider: Provider, options: pipeline.SyncOptions, result: Result) -> None:
+        """Fire (again, at every failing pass) while the sync fails; resolve when it recovers."""
+        key = (provider, options.name)
+        clock = dt.datetime.now(dt.UTC)
+        now = alerts.timestamp(clock)
+        if result.error is not None:
+            if not provider.events.admits("error", messages.message_of(result)):
+                return
+            with self._lock:
+                starts_at = self._firing.setdefault(key, now)
+            lifetime = dt.timedelta(seconds=alerts.LIFETIME_INTERVALS * options.schedule.interval)
+            ends_at = alerts.timestamp(clock + lifetime)
+            body = alerts.firing(result, cluster=self.cluster, starts_at=starts_at, ends_at=ends_at)
+            what = f"alert {alerts.ALERTNAME} firing ({messages.reason_of(result)})"
+        else:
+            with self._lock:
+                fired = self._firing.pop(key, None)
+            if fired is None and result.previous_status != "Failed":
+                return
+            body = alerts.resolved(result, cluster=self.cluster, starts_at=fired, ends_at=now)
+            what = f"alert {alerts.ALERTNAME} resolved"
+
+        def forget() -> None:
+            if result.error is None:  # the resolve is lost: the next pass tries again
+                with self._lock:
+                    self._firing.setdefault(key, now)
+
+        self.queue.submit(
+            delivery.Job(
+                provider=provider.type,
+                sync=options.name,
+                what=what,
+                prepare=lambda: self._event_request(provider, result, body),
+                forget=forget,
             )
         )
 
@@ -337,6 +402,11 @@ class Notifier:
             return {}
         reader = SecretReader(self._kube(), self._namespace(provider, result))
         return reader.read(provider.secret_ref, field=SECRET_FIELD)
+
+
+def _gets_events(provider: Provider) -> bool:
+    """Waiting and drift events: not for commit statuses, nor Alertmanager (its alert is the failure)."""
+    return not provider.forge and provider.type != "alertmanager"
 
 
 def one_shot(kubeconfig: Path | None, *, cluster: str = "", context: str | None = None) -> Notifier:

@@ -38,6 +38,7 @@ from starlette.routing import Route
 
 from lockgate.errors import LockgateError
 from runner.pipeline.secretrefs import MIN_TOKEN_BYTES
+from runner.serve import proofs
 from runner.serve.http import parse_address
 
 log = logging.getLogger(__name__)
@@ -108,11 +109,10 @@ def session_value(token: bytes) -> str:
 def _authorised(request: Request, token: bytes) -> bool:
     if len(token) < MIN_TOKEN_BYTES:
         return False
-    scheme, _, value = request.headers.get("authorization", "").strip().partition(" ")
-    if scheme.lower() == "bearer" and value and hmac.compare_digest(value.strip().encode("latin-1"), token):
+    if proofs.bearer(request.headers.get("authorization", ""), token):
         return True
     cookie = request.cookies.get(COOKIE, "")
-    return bool(cookie) and hmac.compare_digest(cookie.encode("latin-1"), session_value(token).encode())
+    return proofs.same(cookie, session_value(token).encode())
 
 
 def _load_static() -> dict[str, bytes]:
@@ -199,7 +199,7 @@ def build_app(
             if len(body) > MAX_LOGIN_BYTES:
                 return JSONResponse({"error": "request too large"}, 413)
         given = urllib.parse.parse_qs(body.decode("latin-1")).get("token", [""])[0].strip()
-        if not given or not hmac.compare_digest(given.encode("latin-1"), secret):
+        if not proofs.same(given, secret):
             log.warning("status page login refused (from %s)", request.client.host if request.client else "?")
             return RedirectResponse("/login?refused=1", 303)
         response = RedirectResponse("/", 303)

@@ -243,3 +243,27 @@ def test_the_planned_flags_are_the_clis(capsys: pytest.CaptureFixture[str]) -> N
         argv = make_pinned(unpinned, command=command, url="oci://127.0.0.1:1/app:main", name="web").argv
         assert cli.main(list(argv)) == 2
         assert capsys.readouterr().err.startswith(f"error: {flag} 'https://github.com/lockgate-dev/")
+
+
+GITLAB_PINS = {
+    "certificate_identity": "https://gitlab.com/group/app//.gitlab-ci.yml@refs/heads/main",
+    "certificate_oidc_issuer": "https://gitlab.com",
+    "certificate_source_repository_uri": "https://gitlab.com/group/app",
+    "certificate_source_repository_ref": "refs/heads/main",
+    "certificate_build_trigger": "push",
+    "certificate_runner_environment": "gitlab-hosted",
+}
+
+
+def test_the_source_and_build_pins_reach_verify_and_reconcile() -> None:
+    """Any CI's (a GitLab pipeline's) pins: verify's --certificate-X, reconcile's --verify-X."""
+    stems = ("source-repository-uri", "source-repository-ref", "build-trigger", "runner-environment")
+    values = [GITLAB_PINS[f"certificate_{stem.replace('-', '_')}"] for stem in stems]
+    verified = make_pinned(GITLAB_PINS, command="verify", url="oci://r.io/app:main")
+    assert verified.argv[6:-2] == tuple(
+        part for stem, value in zip(stems, values, strict=True) for part in (f"--certificate-{stem}", value)
+    )
+    reconciled = make_pinned(GITLAB_PINS, command="reconcile", url="oci://r.io/app:main", name="web")
+    assert reconciled.argv[8:-2] == tuple(
+        part for stem, value in zip(stems, values, strict=True) for part in (f"--verify-{stem}", value)
+    )
