@@ -244,7 +244,7 @@ COMPONENTS: dict[str, GoComponent] = {
             version="v3.13.3",
             programs={"sops": "github.com/getsops/sops/v3/cmd/sops"},
         ),
-        # the real forge of the forge tests (tests/integration/test_forge_gitea.py): commit
+        # the real forge of the forge tests (tests/integration/test_forge_*.py): commit
         # statuses and pull requests through its REST API, which needs none of its web
         # assets (no `bindata` tag: templates would be read from disk, the API never
         # renders them). SQLite is mattn/go-sqlite3, a cgo package, hence the cgo build.
