@@ -15,6 +15,7 @@ import click
 from action.images import run
 from lockgate import output
 from lockgate.errors import UsageError
+from lockgate.forge import remote
 
 _PATH = click.option(
     "--path",
@@ -141,7 +142,7 @@ def _update_total(report: run.UpdateReport, dry_run: bool) -> str:
 )
 @click.option(
     "--forge",
-    type=click.Choice(["github", "gitlab", "gitea", "bitbucket", "bitbucketserver", "azuredevops"]),
+    type=click.Choice(remote.FORGES),
     default=None,
     help="--pr: the forge, when the remote URL's host does not tell (a self-hosted GitLab or Gitea).",
 )
