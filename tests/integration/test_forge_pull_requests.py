@@ -216,3 +216,21 @@ def test_a_remote_of_no_known_forge_stops_before_committing_naming_forge(
     assert "cannot tell which forge the remote" in proc.stderr and "pass --forge" in proc.stderr
     assert git(checkout, "rev-parse", "HEAD") == head
     assert not git(checkout, "ls-remote", "origin", "refs/heads/image-updates")
+
+
+def test_a_token_the_forge_refuses_exits_3_naming_the_forge_and_its_variable_never_the_token(
+    git_remote: GitRemote, registry: Registry, unique: str, tmp_path: Path
+) -> None:
+    """GitLab is a stand-in (tests/world/forges.py) that answers 401 to any other token, as GitLab does."""
+    url = git_remote.create(f"{unique}/acme/app")
+    _seed(url, registry, unique, tmp_path)
+    seed_tags(registry.host, unique, ["1.0.0", "1.1.0"])
+    wrong = "glpat-revoked-token-0123"
+    with ForgeStandIn("gitlab", ("PRIVATE-TOKEN", "glpat-the-right-one")).running() as gitlab:
+        env = {"GITLAB_TOKEN": wrong, "LOCKGATE_FORGE_API_URL": f"{gitlab.url}/api/v4"}
+        run = _update(url, tmp_path, "first", "--forge", "gitlab", env=env)
+    assert run.code == ExitCode.AUTH, run.err
+    assert "gitlab API GET" in run.err and "HTTP 401" in run.err
+    assert "check that GITLAB_TOKEN may write pull requests" in run.err
+    assert wrong not in run.out + run.err
+    assert not gitlab.pulls
