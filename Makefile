@@ -28,6 +28,7 @@ system-packages:
 	test -f /usr/share/keyrings/debian-archive-keyring.gpg || missing="$$missing debian-archive-keyring"; \
 	command -v pigz >/dev/null || missing="$$missing pigz"; \
 	command -v jq >/dev/null || missing="$$missing jq"; \
+	command -v gcc >/dev/null || missing="$$missing gcc libc6-dev"; \
 	command -v tinyproxy >/dev/null || missing="$$missing tinyproxy"; \
 	if [ -n "$$missing" ]; then \
 	  echo "setup: installing Debian packages:$$missing"; \
@@ -46,8 +47,8 @@ $(STAMP): pyproject.toml
 
 python-env: $(STAMP)
 
-# Builds etcd, kube-apiserver & co, kwok, kubectl, kustomize, helm, oras, flux, cosign
-# from the Go module proxy at the pins in tests/world/pins.py; cached in ~/.cache/lockgate.
+# Builds etcd, kube-apiserver & co, kwok, kubectl, kustomize, helm, oras, flux, cosign, gitea
+# (cgo: gcc) from the Go module proxy at the pins in tests/world/pins.py; cached in ~/.cache/lockgate.
 binaries: python-env
 	@$(PY) -m tests.world.binaries >/dev/null
 

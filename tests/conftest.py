@@ -21,6 +21,7 @@ from tests.world.gitremote import GitRemote, start_git_remote
 from tests.world.registry import Registry, start_registry
 
 if TYPE_CHECKING:
+    from tests.world.gitea import Gitea
     from tests.world.kube import Cluster
 
 #: the local Sigstore stack (Fulcio, CT log, Rekor v2, TSA, an OIDC issuer) for keyless tests
@@ -53,6 +54,16 @@ def git_remote(world_dir: Path) -> Iterator[GitRemote]:
     remote = start_git_remote(world_dir)
     yield remote
     remote.stop()
+
+
+@pytest.fixture(scope="session")
+def gitea(world_dir: Path) -> Iterator[Gitea]:
+    """A real Gitea (admin user, token): the forge of the forge tests."""
+    from tests.world.gitea import start_gitea
+
+    forge = start_gitea(world_dir)
+    yield forge
+    forge.stop()
 
 
 @pytest.fixture(scope="session")

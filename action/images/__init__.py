@@ -6,5 +6,6 @@ selection), ``config``/``native``/``fields`` (configuration), ``markers`` and ``
 (find and rewrite marked scalars), ``update`` (scoping, the change model), ``message``
 (commit templates). I/O seams: ``scan`` and ``credentials`` for registries, ``gitops``
 (the commit, push and retry policy over the ``lockgate.git`` seam) and ``commitsign`` for
-Git, ``pullrequest`` for GitHub, ``files`` for the tree; ``run`` and ``cli`` on top.
+Git, ``pullrequest`` for the forge (over ``lockgate.forge``), ``files`` for the tree; ``run`` and
+``cli`` on top.
 """

@@ -15,6 +15,7 @@ import click
 from action.images import run
 from lockgate import output
 from lockgate.errors import UsageError
+from lockgate.forge import remote
 
 _PATH = click.option(
     "--path",
@@ -136,9 +137,16 @@ def _update_total(report: run.UpdateReport, dry_run: bool) -> str:
     "--pr",
     "pull_request",
     is_flag=True,
-    help="Open or update one GitHub pull request from the update branch (implies --commit --push; "
-    "needs GITHUB_TOKEN).",
+    help="Open or update one pull/merge request from the update branch on the remote's forge "
+    "(implies --commit --push; needs the forge's token, e.g. GITHUB_TOKEN or GITLAB_TOKEN).",
 )
+@click.option(
+    "--forge",
+    type=click.Choice(remote.FORGES),
+    default=None,
+    help="--pr: the forge, when the remote URL's host does not tell (a self-hosted GitLab or Gitea).",
+)
+@click.option("--label", "labels", multiple=True, help="--pr: a label of the pull request (repeatable).")
 @click.option(
     "--signing-key",
     envvar="LOCKGATE_SIGNING_KEY",
@@ -160,6 +168,8 @@ def update_command(
     push: bool,
     branch: str | None,
     pull_request: bool,
+    forge: str | None,
+    labels: tuple[str, ...],
     signing_key: str | None,
     dry_run: bool,
     strict: bool,
@@ -171,7 +181,13 @@ def update_command(
     if branch is not None and not writes:
         raise UsageError("--branch names the branch to commit to: add --commit (and --push) or --pr")
     git = run.GitOptions.defaults(
-        commit=commit, push=push, branch=branch, signing_key=signing_key, pull_request=pull_request
+        commit=commit,
+        push=push,
+        branch=branch,
+        signing_key=signing_key,
+        pull_request=pull_request,
+        forge=forge,
+        labels=labels,
     )
     report = run.run_update(path, git=git, dry_run=dry_run, page_size=page_size, secrets_dir=secrets_dir)
     if output == "json":

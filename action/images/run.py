@@ -219,6 +219,10 @@ class GitOptions:
     branch: str | None = None
     signing: commitsign.Signing | None = None
     pull_request: bool = False
+    #: ``--forge``: the forge of the pull request when the remote URL does not tell
+    forge: str | None = None
+    #: ``--label``: labels of the pull request (listed in its description where the forge has none)
+    labels: tuple[str, ...] = ()
 
     @classmethod
     def defaults(
@@ -229,11 +233,15 @@ class GitOptions:
         branch: str | None = None,
         signing_key: str | None = None,
         pull_request: bool = False,
+        forge: str | None = None,
+        labels: tuple[str, ...] = (),
     ) -> GitOptions:
         if push and not commit and not pull_request:
             raise UsageError("--push needs --commit")
+        if (forge or labels) and not pull_request:
+            raise UsageError(f"{'--forge' if forge else '--label'} is about the pull request: add --pr")
         signing = commitsign.Signing.from_key(signing_key) if signing_key else None
-        return cls(commit or pull_request, push or pull_request, branch, signing, pull_request)
+        return cls(commit or pull_request, push or pull_request, branch, signing, pull_request, forge, labels)
 
 
 def run_update(
@@ -300,14 +308,15 @@ def _commit(
             f"{automation.checkout_branch!r} but {root} has {base!r} checked out; check out that branch first"
         )
     target = git.branch or automation.push_branch or base
-    github = None
+    proposer = None
     if git.pull_request:
         if target == base:
             raise UsageError(
                 f"--pr: the update branch is the checked-out branch {base!r}; "
                 "pass --branch or set spec.git.push.branch"
             )
-        github = pullrequest.GitHub.from_environment(os.environ, remote_url=gitops.remote_url(root))
+        remote_url = gitops.remote_url(root)
+        proposer = pullrequest.from_environment(os.environ, remote_url=remote_url, chosen=git.forge)
     signing = git.signing
     if signing is None and automation.signing_key_secret:
         signing = commitsign.Signing()  # Flux signs when signingKey is set; the job's git config decides
@@ -334,10 +343,11 @@ def _commit(
     if outcome.branch != base:
         gitops.check_out(root, base)  # the next automation starts where this one did
     result = AutomationReport(automation, tree, diff=update.unified_diff(tree), outcome=outcome)
-    if github is None or not (outcome.pushed or outcome.continued):
+    if proposer is None or not (outcome.pushed or outcome.continued):
         return result
     text = outcome.applied.message if outcome.applied else message.DEFAULT
     title = text.strip().partition("\n")[0] or message.DEFAULT
     body = _pr_body(report, result)
-    pr = github.ensure(branch=outcome.branch, base=base, title=title, body=body, refresh=outcome.pushed)
+    proposal = pullrequest.Proposal(outcome.branch, base, title, body, git.labels)
+    pr = proposer.ensure(proposal, refresh=outcome.pushed)
     return AutomationReport(automation, tree, diff=result.diff, outcome=outcome, pull_request=pr)

@@ -374,15 +374,27 @@ class Decryption:
 
 @dataclass(frozen=True)
 class Notify:
-    """Where a pass's outcome is reported: a GitHub commit status, a generic webhook, Slack,
+    """Where a pass's outcome is reported: a forge's commit status, a generic webhook, Slack,
     Microsoft Teams or Alertmanager; events filtered as Flux's Alert filters them."""
 
-    type: Literal["github", "generic", "slack", "msteams", "alertmanager"] = attr(
+    type: Literal[
+        "github",
+        "generic",
+        "slack",
+        "msteams",
+        "alertmanager",
+        "gitlab",
+        "gitea",
+        "bitbucket",
+        "bitbucketserver",
+        "azuredevops",
+    ] = attr(
         "type",
-        "github: a commit status on the commit the artifact was built from; generic: Flux's event "
-        "JSON POSTed to address; slack: a Slack incoming-webhook message; msteams: an Adaptive Card "
-        "(a Teams workflow URL); alertmanager: an alert while the sync fails, resolved when it recovers "
-        "(address: Alertmanager's /api/v2/alerts).",
+        "github, gitlab, gitea (also Forgejo), bitbucket (Cloud), bitbucketserver, azuredevops: a "
+        "commit status on the commit the artifact was built from (Flux's provider names); generic: "
+        "Flux's event JSON POSTed to address; slack: a Slack incoming-webhook message; msteams: an "
+        "Adaptive Card (a Teams workflow URL); alertmanager: an alert while the sync fails, resolved "
+        "when it recovers (address: Alertmanager's /api/v2/alerts).",
         required=True,
     )
     address: str | None = attr(
@@ -393,23 +405,33 @@ class Notify:
     )
     secret_ref: str | None = attr(
         "secretRef",
-        "A Secret of the runner namespace: token (github: the API token, required; generic: the "
-        "HMAC key of the X-Signature header; alertmanager: a bearer token), username and password "
-        "(alertmanager: basic auth) and address. Read when a notification is sent.",
+        "A Secret of the runner namespace: token (a forge: the API token, required; bitbucket: "
+        "user:app-password; generic: the HMAC key of the X-Signature header; alertmanager: a bearer "
+        "token), username and password (bitbucketserver, alertmanager: basic auth) and address. "
+        "Read when a notification is sent.",
         reference=True,
     )
     api_url: str | None = attr(
         "apiURL",
-        "github: the REST API base URL (default https://api.github.com; GitHub Enterprise: "
-        "https://HOST/api/v3).",
+        "A forge: the REST API base URL. Default: github https://api.github.com; the others "
+        "derived from the artifact's source URL (gitlab https://HOST/api/v4, gitea "
+        "https://HOST/api/v1, bitbucket https://api.bitbucket.org/2.0, bitbucketserver "
+        "https://HOST/rest/api/latest, azuredevops https://dev.azure.com/ORG).",
         pattern="^https?://",
     )
     context: str | None = attr(
         "context",
-        "github: the commit status context (default lockgate/{cluster}/{sync}, the Runner's "
+        "A forge: the commit status context (default lockgate/{cluster}/{sync}, the Runner's "
         "clusterName and the sync's name); {cluster} and {sync} are replaced.",
     )
-    target_url: str | None = attr("targetURL", "github: the status's link (e.g. a dashboard).")
+    target_url: str | None = attr("targetURL", "A forge: the status's link (e.g. a dashboard).")
+    cert_secret_ref: str | None = attr(
+        "certSecretRef",
+        "A forge with a private CA: a Secret (same namespace as secretRef's) whose ca.crt entry "
+        "holds the PEM CA certificate(s) the forge's TLS certificate must chain to, as Flux's "
+        "Provider certSecretRef.",
+        reference=True,
+    )
     event_severity: Literal["info", "error"] = attr(
         "eventSeverity",
         "Events (not commit statuses): info sends every event, error only errors (Flux's Alert).",

@@ -12,7 +12,22 @@ from typing import Literal
 
 from runner.pipeline.eventfilter import EventFilter
 
-ProviderType = Literal["github", "generic", "slack", "msteams", "alertmanager"]
+ProviderType = Literal[
+    "github",
+    "generic",
+    "slack",
+    "msteams",
+    "alertmanager",
+    "gitlab",
+    "gitea",
+    "bitbucket",
+    "bitbucketserver",
+    "azuredevops",
+]
+#: the providers that post a commit status (Flux's names); the others send events
+FORGE_TYPES: frozenset[str] = frozenset(
+    {"github", "gitlab", "gitea", "bitbucket", "bitbucketserver", "azuredevops"}
+)
 DEFAULT_GITHUB_API = "https://api.github.com"
 DEFAULT_CLUSTER = "default"
 
@@ -26,14 +41,23 @@ class Provider:
     secret_ref: str | None = None
     #: the namespace of ``secret_ref``; None: the sync's runner namespace
     secret_namespace: str | None = None
-    #: github: the REST API base URL (GitHub Enterprise: ``https://HOST/api/v3``)
-    api_url: str = DEFAULT_GITHUB_API
-    #: github: the commit status context, with the cluster and sync names filled in
+    #: a forge: the REST API base URL (GitHub Enterprise: ``https://HOST/api/v3``); None:
+    #: derived from the artifact's source URL (``lockgate.forge.api_root``)
+    api_url: str | None = None
+    #: a forge: the commit status context, with the cluster and sync names filled in
     context: str = ""
-    #: github: the status's link
+    #: a forge: the status's link
     target_url: str | None = None
+    #: a Secret of the same namespace as ``secret_ref``'s whose ``ca.crt`` the forge's TLS
+    #: certificate must chain to (a self-hosted forge with a private CA)
+    cert_secret_ref: str | None = None
     #: event providers: which events are sent (Flux's Alert ``eventSeverity``, inclusion/exclusion)
     events: EventFilter = field(default_factory=EventFilter)
+
+    @property
+    def forge(self) -> bool:
+        """Posts a commit status (github, gitlab, gitea, bitbucket, bitbucketserver, azuredevops)."""
+        return self.type in FORGE_TYPES
 
     @property
     def label(self) -> str:

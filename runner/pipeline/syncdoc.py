@@ -428,13 +428,20 @@ def _providers(
                 address=notify.address,
                 secret_ref=notify.secret_ref,
                 secret_namespace=secret_namespace,
-                api_url=(notify.api_url or notifications.DEFAULT_GITHUB_API).rstrip("/"),
+                api_url=_api_url(notify),
                 context=notifications.context_for(notify.context, cluster=runner.cluster_name, sync=name),
                 target_url=notify.target_url,
+                cert_secret_ref=notify.cert_secret_ref,
                 events=_event_filter(notify),
             )
         )
     return tuple(providers)
+
+
+def _api_url(notify: Notify) -> str | None:
+    if notify.api_url:
+        return notify.api_url.rstrip("/")
+    return notifications.DEFAULT_GITHUB_API if notify.type == "github" else None
 
 
 def _event_filter(notify: Notify) -> eventfilter.EventFilter:
@@ -442,9 +449,11 @@ def _event_filter(notify: Notify) -> eventfilter.EventFilter:
 
 
 def _notify_problem(notify: Notify) -> str:
-    if notify.type == "github" and notify.secret_ref is None:
-        return "a github provider needs secretRef, a Secret whose 'token' entry is the token"
-    if notify.type != "github" and notify.address is None and notify.secret_ref is None:
+    if notify.type in notifications.FORGE_TYPES and notify.secret_ref is None:
+        entries = "'username' and 'password' entries" if notify.type == "bitbucketserver" else ""
+        what = f"'token' entry (or {entries})" if entries else "'token' entry"
+        return f"a {notify.type} provider needs secretRef, a Secret whose {what} is the token"
+    if notify.type not in notifications.FORGE_TYPES and notify.address is None and notify.secret_ref is None:
         return f"a {notify.type} provider needs address, or secretRef to a Secret with an 'address' entry"
     events = _event_filter(notify)
     if events.filters and notify.type not in eventfilter.EVENT_PROVIDERS:

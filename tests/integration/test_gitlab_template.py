@@ -28,6 +28,7 @@ import yaml
 from tests.integration.images_support import native_config, seed_tags
 from tests.integration.reconcile_support import configmap, dump
 from tests.world import ci_tokens, npm
+from tests.world.forges import ForgeStandIn
 from tests.world.gitremote import GitRemote
 from tests.world.registry import Registry
 from tests.world.sigstore import SigstoreStack
@@ -201,6 +202,43 @@ def test_a_signed_publish_then_diff_reports_the_change_and_fails_only_when_it_ca
     assert missing.returncode != 0 and f"{unique}/nothing" in missing.stdout, missing.stdout[-4000:]
 
 
+def test_image_update_with_a_merge_request_branch_keeps_one_merge_request(
+    git_remote: GitRemote, registry: Registry, unique: str, tmp_path: Path
+) -> None:
+    """GitLab's API is a stand-in (tests/world/forges.py) recording the merge request calls;
+    the job reaches it through LOCKGATE_FORGE_API_URL (in GitLab CI: $CI_API_V4_URL)."""
+    work = project(git_remote, unique, tmp_path, {"image-update": {"extends": ".lockgate-image-update"}})
+    image = f"{registry.host}/{unique}"
+    seed_tags(registry.host, unique, ["1.0.0", "1.3.0"])
+    native_config(work, [f"{{name: app, image: '{image}', semver: '^1'}}"])
+    (work / "deploy").mkdir()
+    (work / "deploy" / "app.yaml").write_text(f'image: {image}:1.0.0 # {{"$imagepolicy": "apps:app"}}\n')
+    commit_all(work)
+    token = "glpat-template-token-0123"
+    with ForgeStandIn("gitlab", ("PRIVATE-TOKEN", token)).running() as gitlab:
+        ran = gitlab_ci_local(
+            work,
+            "image-update",
+            variables={
+                "CI_PIPELINE_SOURCE": "schedule",
+                "LOCKGATE_MR_BRANCH": "image-updates",
+                "LOCKGATE_MR_LABELS": "images,automated",
+                "GITLAB_TOKEN": token,
+                "LOCKGATE_FORGE_API_URL": f"{gitlab.url}/api/v4",
+            },
+        )
+    assert ran.returncode == 0, ran.stdout[-4000:] + ran.stderr[-2000:]
+    assert token not in ran.stdout + ran.stderr
+    [pull] = gitlab.pulls.values()
+    assert (pull["source_branch"], pull["target_branch"]) == ("image-updates", "main")
+    assert pull["labels"] == "images,automated"
+    assert f"`{image}:1.0.0` -> `{image}:1.3.0`" in pull["description"]
+    assert [c.method for c in gitlab.calls] == ["GET", "POST"]
+    check = tmp_path / "check"
+    git(tmp_path, "clone", "--quiet", "--branch", "image-updates", git_remote.url(unique), str(check))
+    assert (check / "deploy" / "app.yaml").read_text().startswith(f"image: {image}:1.3.0 ")
+    main = json.loads((work / "lockgate-images.json").read_text())
+    assert main["automations"][0]["pullRequest"]["action"] == "opened"
 def test_keyless_publish_signs_with_the_jobs_id_token_as_the_project_and_commit(
     git_remote: GitRemote, registry: Registry, sigstore_stack: SigstoreStack, unique: str, tmp_path: Path
 ) -> None:

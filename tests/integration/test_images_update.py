@@ -369,8 +369,9 @@ def test_pr_without_token_stops_before_committing(
     checkout = clone(url, tmp_path / "a")
     head = sh(checkout, "rev-parse", "HEAD")
     env = {k: v for k, v in os.environ.items() if k != "GITHUB_TOKEN"}
+    flags = ["--pr", "--forge=github", "--branch=image-updates"]
     proc = subprocess.run(
-        [*LOCKGATE, "images", "update", "--path", str(checkout), "--pr", "--branch", "image-updates"],
+        [*LOCKGATE, "images", "update", "--path", str(checkout), *flags],
         capture_output=True,
         text=True,
         env=env,

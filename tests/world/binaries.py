@@ -47,7 +47,9 @@ def _spec_hash(component: GoComponent) -> str:
         # only components that have an overlay carry it in their key, so adding the field
         # did not invalidate every cached build
         | ({"overlay": component.overlay} if component.overlay else {})
-        | ({"substitutes": component.substitutes} if component.substitutes else {}),
+        | ({"substitutes": component.substitutes} if component.substitutes else {})
+        | ({"tags": component.tags} if component.tags else {})
+        | ({"cgo": True} if component.cgo else {}),
         sort_keys=True,
     )
     return hashlib.sha256(spec.encode()).hexdigest()[:16]
@@ -124,15 +126,15 @@ def _lock(component: GoComponent) -> Iterator[None]:
             fcntl.flock(handle, fcntl.LOCK_UN)
 
 
-def _go_env() -> dict[str, str]:
+def _go_env(*, cgo: bool = False) -> dict[str, str]:
     env = dict(os.environ)
     env.setdefault("GOFLAGS", "-buildvcs=false")
-    env["CGO_ENABLED"] = "0"
+    env["CGO_ENABLED"] = "1" if cgo else "0"
     env["GOTOOLCHAIN"] = env.get("GOTOOLCHAIN", "local")
     return env
 
 
-def _run_go(args: list[str], *, cwd: Path, log: Path, step: str, label: str) -> None:
+def _run_go(args: list[str], *, cwd: Path, log: Path, step: str, label: str, cgo: bool = False) -> None:
     """Run a go command, logging to ``log`` and printing a heartbeat while it runs."""
     go = shutil.which("go")
     if go is None:
@@ -141,7 +143,9 @@ def _run_go(args: list[str], *, cwd: Path, log: Path, step: str, label: str) -> 
     with open(log, "a") as out:
         out.write(f"\n$ go {' '.join(args)}\n")
         out.flush()
-        proc = subprocess.Popen([go, *args], cwd=cwd, stdout=out, stderr=subprocess.STDOUT, env=_go_env())
+        proc = subprocess.Popen(
+            [go, *args], cwd=cwd, stdout=out, stderr=subprocess.STDOUT, env=_go_env(cgo=cgo)
+        )
         done = threading.Event()
 
         def heartbeat() -> None:
@@ -258,15 +262,17 @@ def _build(component: GoComponent) -> None:
         shutil.rmtree(staging)
     staging.mkdir(parents=True)
     ldflags = " ".join(("-s", "-w", *component.ldflags))
+    tags = [f"-tags={','.join(component.tags)}"] if component.tags else []
 
     for index, (program, package) in enumerate(component.programs.items(), start=1):
         label = f"{component.name} {component.version}: {program} ({index}/{len(component.programs)})"
         _run_go(
-            ["build", "-v", "-trimpath", f"-ldflags={ldflags}", "-o", str(staging / program), package],
+            ["build", "-v", "-trimpath", *tags, f"-ldflags={ldflags}", "-o", str(staging / program), package],
             cwd=src,
             log=log,
             step=f"building {program} {component.version}",
             label=label,
+            cgo=component.cgo,
         )
     (staging / ".complete").write_text(_spec_hash(component) + "\n")
     final = bin_dir(component)

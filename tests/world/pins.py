@@ -35,6 +35,10 @@ class GoComponent:
     #: (module, version upstream requires, version built instead): for a dependency version
     #: the proxy refuses ("not available"); each one is named in the component's comment
     substitutes: tuple[tuple[str, str, str], ...] = ()
+    #: Go build tags (``go build -tags``)
+    tags: tuple[str, ...] = ()
+    #: built with cgo (a C library linked in, e.g. SQLite); every other build sets CGO_ENABLED=0
+    cgo: bool = False
 
     @property
     def key(self) -> str:
@@ -255,6 +259,20 @@ COMPONENTS: dict[str, GoComponent] = {
             module="github.com/getsops/sops/v3",
             version="v3.13.3",
             programs={"sops": "github.com/getsops/sops/v3/cmd/sops"},
+        ),
+        # the real forge of the forge tests (tests/integration/test_forge_*.py): commit
+        # statuses and pull requests through its REST API, which needs none of its web
+        # assets (no `bindata` tag: templates would be read from disk, the API never
+        # renders them). SQLite is mattn/go-sqlite3, a cgo package, hence the cgo build.
+        # v1.27.x publishes the module as gitea.dev, which the proxy refuses under this path.
+        GoComponent(
+            name="gitea",
+            module="code.gitea.io/gitea",
+            version="v1.26.0",
+            programs={"gitea": "code.gitea.io/gitea"},
+            ldflags=("-X main.Version=1.26.0",),
+            tags=("sqlite", "sqlite_unlock_notify"),
+            cgo=True,
         ),
         # the real Alertmanager the `alertmanager` notification provider posts to
         # (tests/integration/test_notify_alertmanager.py asserts through its v2 API)

@@ -1,4 +1,4 @@
-"""Notifications: a pass's outcome as a GitHub commit status, Flux's event JSON, a Slack message,
+"""Notifications: a pass's outcome as a forge's commit status, Flux's event JSON, a Slack message,
 a Microsoft Teams Adaptive Card or an Alertmanager alert.
 
 ``messages``, ``teams`` and ``alerts`` build the bodies (pure), ``notifier`` decides what to

@@ -3,10 +3,11 @@
 A pass only ``submit``s; the worker sends. A delivery that fails with a connection error, a
 timeout, a 429 or a 5xx is tried again after ``backoff``, doubled per attempt up to
 ``max_backoff``, at most ``attempts`` times; a 4xx other than 429 is not retried (the request
-itself is wrong). Retries wait in a schedule, not in the worker, so a provider that is down
-does not hold up the others. A full queue drops the new notification. Every notification
-given up is logged once (provider, sync, host, reason: never the URL's path or query, which
-for Slack is the credential, nor a header) and reported to ``failed`` (the metric).
+itself is wrong), nor is a TLS certificate the provider does not trust. Retries wait in a
+schedule, not in the worker, so a provider that is down does not hold up the others. A full
+queue drops the new notification. Every notification given up is logged once (provider,
+sync, host, reason: never the URL's path or query, which for Slack is the credential, nor a
+header) and reported to ``failed`` (the metric).
 
 ``serve`` keeps one ``Queue`` for its lifetime; ``reconcile`` (one shot) ``flush``es it with a
 short deadline before it exits, and counts what is still undelivered then as failed.
@@ -26,6 +27,7 @@ from urllib.parse import urlsplit
 import requests
 
 from lockgate.errors import LockgateError
+from lockgate.forge.base import session_trusting
 from lockgate.redact import scrub
 
 log = logging.getLogger("lockgate.notify")
@@ -42,6 +44,8 @@ class Request:
     url: str
     body: bytes
     headers: Mapping[str, str] = field(default_factory=dict)
+    #: PEM CA certificates the server's must chain to (a provider's certSecretRef ``ca.crt``)
+    ca: bytes | None = None
 
 
 class Undeliverable(Exception):
@@ -193,13 +197,21 @@ class Queue:
             self._sent(job.provider, job.sync)
 
     def _send(self, request: Request) -> None:
-        response = self._session.post(
-            request.url,
-            data=request.body,
-            headers={"Content-Type": "application/json", **request.headers},
-            timeout=self.timeout,
-            allow_redirects=False,
-        )
+        session = session_trusting(request.ca) if request.ca else self._session
+        try:
+            response = session.post(
+                request.url,
+                data=request.body,
+                headers={"Content-Type": "application/json", **request.headers},
+                timeout=self.timeout,
+                allow_redirects=False,
+            )
+        except requests.exceptions.SSLError as exc:
+            # an untrusted certificate stays untrusted: not retried (as Flux's retrying client)
+            raise Undeliverable(f"{_describe(exc)} (not retried)") from None
+        finally:
+            if session is not self._session:
+                session.close()
         status = response.status_code
         response.close()
         if status < 300:
@@ -249,6 +261,8 @@ def _describe(exc: BaseException) -> str:
         return str(exc)
     if isinstance(exc, requests.Timeout):
         return "timed out"
+    if isinstance(exc, requests.exceptions.SSLError):
+        return "TLS verification failed (set certSecretRef: a Secret whose ca.crt the server's chains to)"
     if isinstance(exc, UnicodeDecodeError):
         return "a Secret entry is not UTF-8 text"
     if isinstance(exc, requests.ConnectionError):

@@ -1,9 +1,9 @@
 """The bodies of notifications, built from a pass's ``Result``: pure functions, no I/O.
 
-GitHub: ``POST {apiURL}/repos/OWNER/REPO/statuses/SHA`` with ``state``, ``context``,
-``description`` (GitHub takes at most 140 characters) and ``target_url``; the repository and
+A forge's commit status: its state and a description of at most 140 characters (GitHub's
+limit, which every forge takes); the request is ``lockgate.forge``'s, the repository and
 commit come from the artifact's ``org.opencontainers.image.source`` and ``.revision``
-annotations (``main@sha1:<sha>``, Flux's format). Generic: Flux's event
+annotations (``main@sha1:<sha>``, Flux's format, ``lockgate.forge.remote``). Generic: Flux's event
 (``fluxcd/pkg`` ``runtime/events.Event``: ``involvedObject``, ``severity``, ``timestamp``,
 ``message``, ``reason``, ``metadata``, ``reportingController``), with the metadata keys
 without a group prefix, as notification-controller forwards them. Slack: an incoming-webhook
@@ -19,9 +19,7 @@ import hashlib
 import hmac
 import json
 import re
-from dataclasses import dataclass
 from typing import Any, Literal
-from urllib.parse import quote
 
 from lockgate.errors import HealthError
 from lockgate.summary import summarise
@@ -39,37 +37,6 @@ MAX_SLACK = 39_000
 HEALTH_FAILED = "HealthCheckFailed"
 
 State = Literal["pending", "success", "failure"]
-
-_SHA = re.compile(r"(?:^|[@/:])(?:sha1:|sha256:)?(?P<sha>[0-9a-f]{40}|[0-9a-f]{64})$")
-#: https://HOST/OWNER/REPO[.git], ssh://git@HOST/OWNER/REPO, git@HOST:OWNER/REPO
-_REPO = re.compile(
-    r"^(?:[a-z+]+://)?(?:[^@/]+@)?[^/:]+(?::\d+)?[/:](?P<owner>[^/]+)/(?P<repo>[^/]+?)(?:\.git)?/?$"
-)
-
-
-@dataclass(frozen=True)
-class Commit:
-    owner: str
-    repo: str
-    sha: str
-
-    def __str__(self) -> str:
-        return f"{self.owner}/{self.repo}@{self.sha[:12]}"
-
-
-def commit_of(source_url: str, revision: str) -> Commit | None:
-    """The commit an artifact was built from, or None when its annotations do not say."""
-    repo = _REPO.match(source_url.strip())
-    sha = _SHA.search(revision.strip().lower())
-    if repo is None or sha is None:
-        return None
-    return Commit(repo.group("owner"), repo.group("repo"), sha.group("sha"))
-
-
-def status_url(api_url: str, commit: Commit) -> str:
-    owner, repo = quote(commit.owner, safe=""), quote(commit.repo, safe="")
-    return f"{api_url.rstrip('/')}/repos/{owner}/{repo}/statuses/{commit.sha}"
-
 
 def outcome(result: Result) -> tuple[State, str]:
     """The commit status of a finished pass: its state and a description of at most 140 chars."""
@@ -94,10 +61,8 @@ def whole_or_summary(text: str, limit: int) -> str:
     return text if len(text) <= limit else summarise(text, limit)
 
 
-def commit_status(state: State, description: str, context: str, target_url: str | None) -> bytes:
-    body: dict[str, Any] = {"state": state, "context": context, "description": description}
-    if target_url:
-        body["target_url"] = target_url
+def status_body(body: dict[str, Any]) -> bytes:
+    """A forge's commit status request body (``lockgate.forge`` builds it) as sent."""
     return _dumps(body)
 
 

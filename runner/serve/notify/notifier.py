@@ -1,16 +1,17 @@
 """What a pass reports, and to whom: commit statuses, events and messages for one ``Notifier``.
 
-GitHub: ``pending`` when a pass starts applying a digest the inventory did not hold yet
-(a new revision, not a drift correction or a retry), then ``success`` or ``failure`` when it
+A forge (github, gitlab, gitea, bitbucket, bitbucketserver, azuredevops; each one's request
+is ``lockgate.forge``'s): ``pending`` when a pass starts applying a digest the inventory did
+not hold yet (a new revision, not a drift correction or a retry), then ``success`` or ``failure`` when it
 ends. A status equal to the last one sent for that sync, commit and context is not sent
 again. The last one sent is kept in memory; after a restart (and in every ``lockgate
 reconcile`` run) the inventory stands in for it: a pass of the digest the inventory already
 holds, ending as the inventory's last result did, posts nothing. So a restart posts at most
-one status per sync that GitHub already shows.
+one status per sync that the forge already shows.
 
 Generic and Slack: an event when a pass changed something, failed, or succeeded after a
 failure; the same failure again (a retry) is not sent twice in a row. A failure before the
-artifact was pulled has no commit: it reaches generic and Slack, not GitHub. Drift a pass
+artifact was pulled has no commit: it reaches generic and Slack, not a forge. Drift a pass
 left (``driftDetection.mode: warn``) is one ``DriftDetected`` event when the pass reported it
 (``Result.drift_reported``: new drift, not the same drift again, whatever the process).
 
@@ -32,7 +33,10 @@ import threading
 from collections.abc import Callable
 from pathlib import Path
 
+from lockgate import forge
 from lockgate.errors import Abandoned, UsageError
+from lockgate.forge import remote
+from lockgate.forge.base import Credentials, Status
 from runner.kube.client import Kube
 from runner.pipeline import reconcile as pipeline
 from runner.pipeline.notifications import Provider
@@ -43,6 +47,7 @@ from runner.serve.notify import alerts, delivery, messages, teams
 log = logging.getLogger("lockgate.notify")
 
 SECRET_FIELD = "spec.notify.secretRef.name"
+CERT_FIELD = "spec.notify.certSecretRef.name"
 #: how long ``lockgate reconcile`` waits at the end for notifications still being delivered
 FLUSH_SECONDS = 10.0
 _STATUS_OF = {"success": "Succeeded", "failure": "Failed"}
@@ -63,7 +68,7 @@ class Notifier:
         self._statuses: dict[_StatusKey, tuple[str, str]] = {}
         self._events: dict[tuple[Provider, str], tuple[str, ...]] = {}
         self._waits: dict[tuple[Provider, str], str] = {}
-        self._unannotated: set[tuple[str, str]] = set()
+        self._unannotated: set[tuple[str, str, str]] = set()
         #: alertmanager: the ``startsAt`` of each sync's firing alert
         self._firing: dict[tuple[Provider, str], str] = {}
 
@@ -73,9 +78,9 @@ class Notifier:
         if options.dry_run or result.previous_digest == result.digest:
             return
         for provider in options.notify:
-            if provider.type != "github":
+            if not provider.forge:
                 continue
-            commit = self._commit(result)
+            commit = self._commit(provider, result)
             if commit is None:
                 continue
             key = (provider, options.name, commit.sha, provider.context)
@@ -122,7 +127,7 @@ class Notifier:
         if result.skipped:
             return
         for provider in options.notify:
-            if provider.type == "github":
+            if provider.forge:
                 self._final_status(provider, options, result)
             elif provider.type == "alertmanager":
                 self._alert(provider, options, result)
@@ -133,22 +138,24 @@ class Notifier:
         """Deliver what is queued within ``timeout``; how many were given up."""
         return self.queue.flush(timeout)
 
-    # ---- github -------------------------------------------------------------------------
-    def _commit(self, result: Result) -> messages.Commit | None:
-        commit = messages.commit_of(result.source_url, result.source_revision)
-        if commit is None and (result.name, result.digest) not in self._unannotated:
-            self._unannotated.add((result.name, result.digest))
+    # ---- forges -------------------------------------------------------------------------
+    def _commit(self, provider: Provider, result: Result) -> remote.Commit | None:
+        name = remote.forge_name(provider.type)
+        commit = remote.commit(result.source_url, result.source_revision, name)
+        if commit is None and (result.name, result.digest, name) not in self._unannotated:
+            self._unannotated.add((result.name, result.digest, name))
             log.warning(
-                f"sync {result.name}: no commit status: the artifact's org.opencontainers.image.source "
-                "and .revision annotations do not name a repository and commit",
-                extra={"sync": result.name, "digest": result.digest},
+                f"sync {result.name}: no {name} commit status: the artifact's "
+                f"org.opencontainers.image.source and .revision annotations do not name a {name} "
+                "repository and commit",
+                extra={"sync": result.name, "digest": result.digest, "provider": name},
             )
         return commit
 
     def _final_status(self, provider: Provider, options: pipeline.SyncOptions, result: Result) -> None:
         if not result.digest:
             return  # failed before the artifact was pulled: no commit to report on
-        commit = self._commit(result)
+        commit = self._commit(provider, result)
         if commit is None:
             return
         key = (provider, options.name, commit.sha, provider.context)
@@ -170,27 +177,20 @@ class Notifier:
         provider: Provider,
         options: pipeline.SyncOptions,
         result: Result,
-        commit: messages.Commit,
+        commit: remote.Commit,
         key: _StatusKey,
         state: tuple[messages.State, str],
     ) -> None:
-        body = messages.commit_status(state[0], state[1], provider.context, provider.target_url)
-        url = messages.status_url(provider.api_url, commit)
+        status = Status(state[0], state[1], provider.context, provider.target_url)
 
         def prepare() -> delivery.Request:
-            token = self._secret(provider, result).get("token")
-            if not token:
-                raise UsageError(
-                    f"Secret/{self._namespace(provider, result)}/{provider.secret_ref} ({SECRET_FIELD}): "
-                    "has no 'token' entry"
-                )
-            headers = {
-                "Authorization": f"Bearer {token.decode().strip()}",
-                "Accept": "application/vnd.github+json",
-                "X-GitHub-Api-Version": "2022-11-28",
-                "User-Agent": messages.CONTROLLER,
-            }
-            return delivery.Request(url, body, headers)
+            credentials = self._credentials(provider, result)
+            request = forge.status_request(
+                commit.repository, commit.sha, status, credentials, api_url=provider.api_url
+            )
+            headers = {"User-Agent": messages.CONTROLLER, **request.headers}
+            body = messages.status_body(request.body)
+            return delivery.Request(request.url, body, headers, ca=self._ca(provider, result))
 
         def forget() -> None:
             with self._lock:
@@ -199,7 +199,7 @@ class Notifier:
 
         self.queue.submit(
             delivery.Job(
-                provider="github",
+                provider=provider.type,
                 sync=options.name,
                 what=f"commit status {state[0]} on {commit} ({provider.context})",
                 prepare=prepare,
@@ -371,6 +371,32 @@ class Notifier:
     def _namespace(self, provider: Provider, result: Result) -> str:
         return provider.secret_namespace or result.namespace
 
+    def _credentials(self, provider: Provider, result: Result) -> Credentials:
+        secret = self._secret(provider, result)
+        token = secret.get("token", b"").decode().strip()
+        username = secret.get("username", b"").decode().strip()
+        password = secret.get("password", b"").decode().strip()
+        if token or (provider.type == "bitbucketserver" and username and password):
+            return Credentials(token=token, username=username, password=password)
+        also = " (or 'username' and 'password' entries)" if provider.type == "bitbucketserver" else ""
+        raise UsageError(
+            f"Secret/{self._namespace(provider, result)}/{provider.secret_ref} ({SECRET_FIELD}): "
+            f"has no 'token' entry{also}"
+        )
+
+    def _ca(self, provider: Provider, result: Result) -> bytes | None:
+        if provider.cert_secret_ref is None:
+            return None
+        namespace = self._namespace(provider, result)
+        reader = SecretReader(self._kube(), namespace)
+        ca = reader.read(provider.cert_secret_ref, field=CERT_FIELD).get("ca.crt")
+        if not ca:
+            raise UsageError(
+                f"Secret/{namespace}/{provider.cert_secret_ref} ({CERT_FIELD}): has no 'ca.crt' entry "
+                "(the PEM CA certificate the forge's TLS certificate chains to)"
+            )
+        return ca
+
     def _secret(self, provider: Provider, result: Result) -> dict[str, bytes]:
         if provider.secret_ref is None:
             return {}
@@ -380,7 +406,7 @@ class Notifier:
 
 def _gets_events(provider: Provider) -> bool:
     """Waiting and drift events: not for commit statuses, nor Alertmanager (its alert is the failure)."""
-    return provider.type not in ("github", "alertmanager")
+    return not provider.forge and provider.type != "alertmanager"
 
 
 def one_shot(kubeconfig: Path | None, *, cluster: str = "", context: str | None = None) -> Notifier:

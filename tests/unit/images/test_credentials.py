@@ -99,23 +99,39 @@ def test_signing_key_kinds(tmp_path: Path) -> None:
 
 
 SLUGS = {
-    "env wins": ({"GITHUB_REPOSITORY": "acme/app"}, "git@github.com:other/x.git", "acme/app"),
-    "ssh remote": ({}, "git@github.com:acme/app.git", "acme/app"),
-    "https remote": ({}, "https://github.com/acme/app", "acme/app"),
+    "env wins": ({"GITHUB_REPOSITORY": "acme/app"}, "git@github.com:other/x.git", None, "github acme/app"),
+    "ssh remote": ({}, "git@github.com:acme/app.git", None, "github acme/app"),
+    "https remote": ({}, "https://github.com/acme/app", None, "github acme/app"),
+    "gitlab.com nested": ({}, "https://gitlab.com/g/sub/app.git", None, "gitlab g/sub/app"),
+    "self-hosted gitlab": ({}, "git@git.example.com:g/app.git", "gitlab", "gitlab g/app"),
+    "gitlab CI": (
+        {"CI_PROJECT_PATH": "g/app", "CI_SERVER_URL": "https://git.example.com"},
+        "https://gitlab-ci-token:t@git.example.com/g/app.git",
+        None,
+        "gitlab g/app",
+    ),
+    "gitea": ({}, "https://codeberg.org/acme/app.git", None, "gitea acme/app"),
+    "bitbucket": ({}, "git@bitbucket.org:team/app.git", None, "bitbucket team/app"),
+    "bitbucket server": ({}, "https://bb.example.com/scm/OPS/app.git", None, "bitbucketserver OPS/app"),
+    "azure devops": ({}, "https://acme@dev.azure.com/acme/web/_git/app", None, "azuredevops web/app"),
 }
 
 
 @pytest.mark.parametrize("case", sorted(SLUGS))
 def test_pull_request_repository(case: str) -> None:
-    env, remote, expected = SLUGS[case]
-    assert pullrequest.repository_slug(env, remote) == expected
+    env, remote, forge, expected = SLUGS[case]
+    found = pullrequest.target(env, remote, forge).repository
+    assert f"{found.forge} {found.slug}" == expected
 
 
-def test_pull_request_repository_unknown() -> None:
-    with pytest.raises(UsageError, match="GITHUB_REPOSITORY"):
-        pullrequest.repository_slug({}, "git://127.0.0.1/app.git")
+def test_a_remote_of_no_known_forge_names_the_forge_flag() -> None:
+    with pytest.raises(UsageError, match="pass --forge") as raised:
+        pullrequest.target({}, "https://bob:s3cret@git.example.com/app.git")
+    assert "s3cret" not in raised.value.message
 
 
 def test_missing_token_is_a_usage_error() -> None:
     with pytest.raises(UsageError, match="GITHUB_TOKEN"):
-        pullrequest.GitHub.from_environment({"GITHUB_REPOSITORY": "acme/app"})
+        pullrequest.from_environment({"GITHUB_REPOSITORY": "acme/app"})
+    with pytest.raises(UsageError, match="GITLAB_TOKEN"):
+        pullrequest.from_environment({}, remote_url="https://gitlab.com/g/app")

@@ -12,6 +12,7 @@ import pytest
 
 from lockgate.diff.changeset import Action, ChangeSet, Entry
 from lockgate.errors import ApplyError, HealthError, UsageError
+from lockgate.forge import remote
 from lockgate.manifests import ObjectKey
 from runner.pipeline import config
 from runner.pipeline.result import Result
@@ -34,8 +35,9 @@ SHA = "6d1e0c3b9f2a4e5d8c7b6a5f4e3d2c1b0a9f8e7d"
 def test_the_commit_comes_from_the_source_and_revision_annotations(
     source: str, revision: str, expected: tuple[str, str, str]
 ) -> None:
-    commit = messages.commit_of(source, revision)
-    assert commit is not None and (commit.owner, commit.repo, commit.sha) == expected
+    commit = remote.commit(source, revision, "github")
+    assert commit is not None
+    assert (commit.repository.owner, commit.repository.name, commit.sha) == expected
 
 
 @pytest.mark.parametrize(
@@ -48,7 +50,7 @@ def test_the_commit_comes_from_the_source_and_revision_annotations(
     ],
 )
 def test_no_commit_without_both_annotations(source: str, revision: str) -> None:
-    assert messages.commit_of(source, revision) is None
+    assert remote.commit(source, revision, "github") is None
 
 
 def _result(**fields: object) -> Result:

@@ -1,0 +1,198 @@
+"""What every forge module shares: a commit status, credentials, a pull request, one HTTP client.
+
+A forge module (``github``, ``gitlab``, ``gitea``, ``bitbucket``, ``bitbucketserver``,
+``azuredevops``) turns a ``Status`` into one documented REST request (pure: the runner's
+notification queue sends it) and keeps one pull/merge request current through ``Client``,
+the only place a forge's answer is read. ``Client`` sends the credential only in a header,
+trusts an extra CA when given one (in memory, through ``lockgate.tls``), and its errors
+name the forge, the call and the HTTP status, never the token.
+"""
+
+from __future__ import annotations
+
+import base64
+import ssl
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any, Literal, Protocol
+
+import requests
+
+from lockgate import __version__, tls
+from lockgate.errors import AuthError, LockgateError, UsageError
+from lockgate.forge.remote import ForgeName, Repository
+
+State = Literal["pending", "success", "failure"]
+USER_AGENT = f"lockgate/{__version__}"
+
+
+@dataclass(frozen=True)
+class Status:
+    """A commit status as lockgate decides it; each forge maps ``state`` to its own words."""
+
+    state: State
+    description: str
+    context: str
+    target_url: str | None = None
+
+
+@dataclass(frozen=True)
+class Credentials:
+    """A Secret's ``token`` (or Bitbucket Server's ``username`` + ``password``)."""
+
+    token: str = ""
+    username: str = ""
+    password: str = ""
+
+    def __repr__(self) -> str:
+        return "Credentials(<redacted>)"
+
+    def basic(self) -> str:
+        """``Basic base64(user:password)``; a token ``user:app-password`` (Bitbucket) splits at ':'."""
+        pair = f"{self.username}:{self.password}" if self.password else self.token
+        user, _, password = pair.partition(":")
+        return "Basic " + base64.b64encode(f"{user}:{password}".encode()).decode()
+
+
+@dataclass(frozen=True)
+class Request:
+    """One REST call, built without I/O: what the notification queue sends."""
+
+    method: str
+    url: str
+    body: dict[str, Any]
+    headers: Mapping[str, str] = field(default_factory=dict)
+
+
+class PullRequestError(LockgateError):
+    """The forge refused or failed a pull-request call; the pushed branch is kept."""
+
+    def __init__(self, message: str, *, status: int = 0) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+class Action(Enum):
+    """What ``ensure`` did to the pull request; the values are the report's words."""
+
+    OPENED = "opened"
+    UPDATED = "updated"  #: a new commit was pushed: title, body and labels rewritten
+    UNCHANGED = "unchanged"  #: nothing new was pushed: left as it was
+
+
+@dataclass(frozen=True)
+class PullRequest:
+    number: int
+    url: str
+    action: Action
+
+
+@dataclass(frozen=True)
+class Proposal:
+    """The one pull request ``ensure`` keeps current: from ``branch`` into ``base``."""
+
+    branch: str
+    base: str
+    title: str
+    body: str
+    labels: tuple[str, ...] = ()
+
+
+class Proposer(Protocol):
+    """A forge's ``PullRequests``: keeps the one pull request of a branch current."""
+
+    def ensure(self, proposal: Proposal, *, refresh: bool) -> PullRequest: ...
+
+
+#: how each forge names its token in messages (the environment variable ``--pr`` reads)
+TOKEN_HINT: dict[ForgeName, str] = {
+    "github": "GITHUB_TOKEN",
+    "gitlab": "GITLAB_TOKEN",
+    "gitea": "GITEA_TOKEN",
+    "bitbucket": "BITBUCKET_TOKEN",
+    "bitbucketserver": "BITBUCKET_TOKEN",
+    "azuredevops": "AZURE_DEVOPS_TOKEN",
+}
+
+
+class Client:
+    """JSON calls to one forge's API root with the credential in ``headers``."""
+
+    def __init__(
+        self,
+        forge: ForgeName,
+        repository: Repository,
+        api_root: str,
+        headers: Mapping[str, str],
+        *,
+        ca: bytes | None = None,
+    ) -> None:
+        self.forge, self.repository, self.api_root = forge, repository, api_root.rstrip("/")
+        self.session = session_trusting(ca)
+        self.session.headers.update({"User-Agent": USER_AGENT, "Accept": "application/json", **headers})
+
+    def call(
+        self,
+        method: str,
+        path: str,
+        *,
+        ok: tuple[int, ...] = (200,),
+        json: Any = None,
+        params: Mapping[str, str] | None = None,
+    ) -> Any:
+        url = f"{self.api_root}{path}"
+        try:
+            response = self.session.request(
+                method, url, json=json, params=params, timeout=30, allow_redirects=False
+            )
+        except (requests.ConnectionError, requests.Timeout) as exc:
+            reason = type(exc).__name__
+            raise PullRequestError(
+                f"cannot reach the {self.forge} API at {self.api_root}: {reason}"
+            ) from None
+        if response.status_code in ok:
+            try:
+                return response.json() if response.content else {}
+            except ValueError:
+                raise PullRequestError(
+                    f"{self.forge} API {method} {path} answered HTTP {response.status_code} without JSON "
+                    f"(is {self.api_root} the API base?)",
+                    status=response.status_code,
+                ) from None
+        detail = _detail(response)
+        what = f"{self.forge} API {method} {path} answered HTTP {response.status_code}"
+        what += f": {detail}" if detail else ""
+        if response.status_code in (401, 403):
+            raise AuthError(
+                f"{what}; check that {TOKEN_HINT[self.forge]} may write pull requests in {self.repository}"
+            )
+        raise PullRequestError(what, status=response.status_code)
+
+
+def _detail(response: requests.Response) -> str:
+    try:
+        data = response.json()
+    except ValueError:
+        return ""
+    if isinstance(data, dict):
+        for key in ("message", "error", "errors"):
+            value = data.get(key)
+            if isinstance(value, dict):
+                value = value.get("message")
+            if value:
+                return str(value)[:300]
+    return ""
+
+
+def session_trusting(ca: bytes | None) -> requests.Session:
+    """A session trusting the system's roots plus ``ca`` (Flux adds ``ca.crt`` to the system
+    pool), the CA held in memory: one ``ssl.SSLContext`` through ``lockgate.tls.TLSAdapter``."""
+    session = requests.Session()
+    if ca:
+        try:
+            context = ssl.create_default_context(cadata=ca.decode("ascii"))
+        except (ssl.SSLError, UnicodeDecodeError, ValueError):
+            raise UsageError("certSecretRef: the ca.crt entry is not a PEM CA certificate") from None
+        session.mount("https://", tls.TLSAdapter(context))
+    return session

@@ -1,0 +1,109 @@
+"""Bitbucket Cloud: a commit status and one pull request per branch (API 2.0, as Flux's ``bitbucket``).
+
+Status: ``POST https://api.bitbucket.org/2.0/repositories/WORKSPACE/REPO/commit/SHA/
+statuses/build`` with ``state`` (INPROGRESS, SUCCESSFUL, FAILED), ``key`` (Bitbucket takes
+at most 40 characters: the SHA-1 of the context in hex, as Flux), ``name`` (the context),
+``description`` and ``url`` (required: the target URL, else bitbucket.org, as Flux).
+Pull request: ``GET /pullrequests?q=source.branch.name="B" AND state="OPEN"``, then
+``PUT /pullrequests/ID`` or ``POST /pullrequests``. Bitbucket pull requests have no
+labels: they are listed in the description instead. The token is ``user:app-password``
+(HTTP Basic, Flux's format) or an access token (Bearer).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any
+from urllib.parse import quote
+
+from lockgate.forge.base import (
+    Action,
+    Client,
+    Credentials,
+    Proposal,
+    PullRequest,
+    PullRequestError,
+    Request,
+    Status,
+)
+from lockgate.forge.remote import Repository
+
+PUBLIC_API = "https://api.bitbucket.org/2.0"
+_STATE = {"pending": "INPROGRESS", "success": "SUCCESSFUL", "failure": "FAILED"}
+
+
+def api_root(repository: Repository) -> str:
+    del repository  # Bitbucket Cloud has one API
+    return PUBLIC_API
+
+
+def key_of(context: str) -> str:
+    """Bitbucket's build key holds 40 characters: the context's SHA-1 (Flux's choice too)."""
+    return hashlib.sha1(context.encode()).hexdigest()
+
+
+def headers(credentials: Credentials) -> dict[str, str]:
+    if ":" in credentials.token or credentials.password:
+        return {"Authorization": credentials.basic()}
+    return {"Authorization": f"Bearer {credentials.token}"}
+
+
+def _repo_path(repository: Repository) -> str:
+    return f"/repositories/{quote(repository.owner, safe='')}/{quote(repository.name, safe='')}"
+
+
+def status_request(repository: Repository, sha: str, status: Status, *, root: str) -> Request:
+    body = {
+        "state": _STATE[status.state],
+        "key": key_of(status.context),
+        "name": status.context,
+        "description": status.description,
+        "url": status.target_url or "https://bitbucket.org",
+    }
+    return Request("POST", f"{root}{_repo_path(repository)}/commit/{sha}/statuses/build", body)
+
+
+def description(proposal: Proposal) -> str:
+    if not proposal.labels:
+        return proposal.body
+    return f"{proposal.body}\n\nLabels: {', '.join(proposal.labels)}"
+
+
+class PullRequests:
+    def __init__(self, client: Client) -> None:
+        self.client = client
+        self.path = _repo_path(client.repository) + "/pullrequests"
+
+    def _find_open(self, proposal: Proposal) -> dict[str, Any] | None:
+        query = f'source.branch.name="{proposal.branch}" AND state="OPEN"'
+        found = self.client.call("GET", self.path, params={"q": query})
+        for pull in found.get("values", []) if isinstance(found, dict) else []:
+            if ((pull.get("destination") or {}).get("branch") or {}).get("name") in (None, proposal.base):
+                return dict(pull)
+        return None
+
+    def ensure(self, proposal: Proposal, *, refresh: bool) -> PullRequest:
+        text = {"title": proposal.title, "description": description(proposal)}
+        existing = self._find_open(proposal)
+        if existing is None:
+            payload = {
+                **text,
+                "source": {"branch": {"name": proposal.branch}},
+                "destination": {"branch": {"name": proposal.base}},
+            }
+            try:
+                made = self.client.call("POST", self.path, ok=(201,), json=payload)
+                return PullRequest(int(made["id"]), _link(made), Action.OPENED)
+            except PullRequestError as exc:
+                existing = self._find_open(proposal) if exc.status in (400, 409) else None
+                if existing is None:
+                    raise
+        number, url = int(existing["id"]), _link(existing)
+        if not refresh:
+            return PullRequest(number, url, Action.UNCHANGED)
+        self.client.call("PUT", f"{self.path}/{number}", json=text)
+        return PullRequest(number, url, Action.UPDATED)
+
+
+def _link(pull: dict[str, Any]) -> str:
+    return str(((pull.get("links") or {}).get("html") or {}).get("href", ""))

@@ -1,0 +1,92 @@
+"""Gitea and Forgejo: a commit status and one pull request per branch (API v1, as Flux's ``gitea``).
+
+Status: ``POST {base}/api/v1/repos/OWNER/REPO/statuses/SHA`` with ``state`` (pending,
+success, failure), ``context``, ``description``, ``target_url``. Pull request: the open
+pulls are listed (``GET /repos/OWNER/REPO/pulls?state=open``) and the one whose head is the
+branch is updated (``PATCH /pulls/N``) or one is opened (``POST /pulls``). Labels are
+IDs in Gitea: a name the repository lacks is created first (``POST /labels``). The token
+goes in ``Authorization: token ...``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+from urllib.parse import quote
+
+from lockgate.forge.base import Action, Client, Credentials, Proposal, PullRequest, Request, Status
+from lockgate.forge.remote import Repository
+
+_PAGE = 50
+_LABEL_COLOR = "#ededed"
+
+
+def api_root(repository: Repository) -> str:
+    return f"{repository.base_url}/api/v1"
+
+
+def headers(credentials: Credentials) -> dict[str, str]:
+    return {"Authorization": f"token {credentials.token}"}
+
+
+def _repo_path(repository: Repository) -> str:
+    return f"/repos/{quote(repository.owner, safe='')}/{quote(repository.name, safe='')}"
+
+
+def status_request(repository: Repository, sha: str, status: Status, *, root: str) -> Request:
+    body: dict[str, Any] = {
+        "state": status.state,
+        "context": status.context,
+        "description": status.description,
+    }
+    if status.target_url:
+        body["target_url"] = status.target_url
+    return Request("POST", f"{root}{_repo_path(repository)}/statuses/{sha}", body)
+
+
+class PullRequests:
+    def __init__(self, client: Client) -> None:
+        self.client = client
+        self.path = _repo_path(client.repository)
+
+    def _find_open(self, branch: str, base: str) -> dict[str, Any] | None:
+        page = 1
+        while True:
+            found = self.client.call(
+                "GET", f"{self.path}/pulls", params={"state": "open", "page": str(page), "limit": str(_PAGE)}
+            )
+            if not isinstance(found, list) or not found:
+                return None
+            for pull in found:
+                head, into = pull.get("head") or {}, pull.get("base") or {}
+                if head.get("ref") == branch and into.get("ref") == base:
+                    return dict(pull)
+            if len(found) < _PAGE:
+                return None
+            page += 1
+
+    def _label_ids(self, names: tuple[str, ...]) -> list[int]:
+        known: dict[str, int] = {}
+        listed = self.client.call("GET", f"{self.path}/labels", params={"limit": "100"})
+        for label in listed if isinstance(listed, list) else []:
+            known[str(label.get("name"))] = int(label["id"])
+        for name in names:
+            if name not in known:
+                made = self.client.call(
+                    "POST", f"{self.path}/labels", ok=(201,), json={"name": name, "color": _LABEL_COLOR}
+                )
+                known[name] = int(made["id"])
+        return [known[name] for name in names]
+
+    def ensure(self, proposal: Proposal, *, refresh: bool) -> PullRequest:
+        existing = self._find_open(proposal.branch, proposal.base)
+        text = {"title": proposal.title, "body": proposal.body}
+        labels = {"labels": self._label_ids(proposal.labels)} if proposal.labels else {}
+        if existing is None:
+            payload = {**text, "head": proposal.branch, "base": proposal.base, **labels}
+            created = self.client.call("POST", f"{self.path}/pulls", ok=(201,), json=payload)
+            return PullRequest(int(created["number"]), str(created.get("html_url", "")), Action.OPENED)
+        number, url = int(existing["number"]), str(existing.get("html_url", ""))
+        if not refresh:
+            return PullRequest(number, url, Action.UNCHANGED)
+        self.client.call("PATCH", f"{self.path}/pulls/{number}", ok=(200, 201), json={**text, **labels})
+        return PullRequest(number, url, Action.UPDATED)

@@ -1,0 +1,112 @@
+"""GitHub (and GitHub Enterprise Server): a commit status and one pull request per branch.
+
+Status: ``POST {api}/repos/OWNER/REPO/statuses/SHA`` with ``state`` (pending, success,
+failure), ``context``, ``description`` (GitHub keeps at most 140 characters) and
+``target_url``. Pull request: ``GET /repos/OWNER/REPO/pulls?head=OWNER:BRANCH&state=open``,
+then ``POST /pulls`` or ``PATCH /pulls/N``; labels through ``POST /issues/N/labels`` (a pull
+request is an issue). The API root is ``https://api.github.com``, or ``https://HOST/api/v3``
+for a repository on another host (GitHub Enterprise Server).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+from urllib.parse import quote
+
+from lockgate.forge.base import (
+    Action,
+    Client,
+    Credentials,
+    Proposal,
+    PullRequest,
+    PullRequestError,
+    Request,
+    Status,
+)
+from lockgate.forge.remote import Repository
+
+PUBLIC_API = "https://api.github.com"
+
+
+def api_root(repository: Repository) -> str:
+    if repository.base_url in ("https://github.com", "http://github.com"):
+        return PUBLIC_API
+    return f"{repository.base_url}/api/v3"
+
+
+def headers(credentials: Credentials) -> dict[str, str]:
+    return {
+        "Authorization": f"Bearer {credentials.token}",
+        "Accept": "application/vnd.github+json",
+        "X-GitHub-Api-Version": "2022-11-28",
+    }
+
+
+def _repo_path(repository: Repository) -> str:
+    return f"/repos/{quote(repository.owner, safe='')}/{quote(repository.name, safe='')}"
+
+
+def status_request(repository: Repository, sha: str, status: Status, *, root: str) -> Request:
+    body: dict[str, Any] = {
+        "state": status.state,
+        "context": status.context,
+        "description": status.description,
+    }
+    if status.target_url:
+        body["target_url"] = status.target_url
+    return Request("POST", f"{root}{_repo_path(repository)}/statuses/{sha}", body)
+
+
+class PullRequests:
+    def __init__(self, client: Client) -> None:
+        self.client = client
+        self.path = _repo_path(client.repository)
+
+    def _find_open(self, branch: str) -> dict[str, Any] | None:
+        owner = self.client.repository.owner
+        found = self.client.call(
+            "GET", f"{self.path}/pulls", params={"head": f"{owner}:{branch}", "state": "open"}
+        )
+        return found[0] if isinstance(found, list) and found else None
+
+    def _open(self, proposal: Proposal) -> dict[str, Any] | None:
+        payload = {
+            "title": proposal.title,
+            "head": proposal.branch,
+            "base": proposal.base,
+            "body": proposal.body,
+        }
+        try:
+            return dict(self.client.call("POST", f"{self.path}/pulls", ok=(201,), json=payload))
+        except PullRequestError as exc:
+            if exc.status == 422:  # "A pull request already exists": another run opened it meanwhile
+                return None
+            raise
+
+    def _label(self, number: int, proposal: Proposal) -> None:
+        if proposal.labels:
+            self.client.call(
+                "POST", f"{self.path}/issues/{number}/labels", json={"labels": list(proposal.labels)}
+            )
+
+    def ensure(self, proposal: Proposal, *, refresh: bool) -> PullRequest:
+        existing = self._find_open(proposal.branch)
+        if existing is None:
+            created = self._open(proposal)
+            if created is not None:
+                opened = PullRequest(int(created["number"]), str(created.get("html_url", "")), Action.OPENED)
+                self._label(opened.number, proposal)
+                return opened
+            existing = self._find_open(proposal.branch)
+            if existing is None:
+                raise PullRequestError(
+                    f"github: a pull request from {proposal.branch} exists but is not listed as open"
+                )
+        number, url = int(existing["number"]), str(existing.get("html_url", ""))
+        if not refresh:
+            return PullRequest(number, url, Action.UNCHANGED)
+        self.client.call(
+            "PATCH", f"{self.path}/pulls/{number}", json={"title": proposal.title, "body": proposal.body}
+        )
+        self._label(number, proposal)
+        return PullRequest(number, url, Action.UPDATED)
