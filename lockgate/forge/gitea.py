@@ -11,9 +11,9 @@ goes in ``Authorization: token ...``.
 from __future__ import annotations
 
 from typing import Any
-from urllib.parse import quote
 
-from lockgate.forge.base import Action, Client, Credentials, Proposal, PullRequest, Request, Status
+from lockgate.forge import github
+from lockgate.forge.base import Action, Client, Credentials, Proposal, PullRequest
 from lockgate.forge.remote import Repository
 
 _PAGE = 50
@@ -28,25 +28,14 @@ def headers(credentials: Credentials) -> dict[str, str]:
     return {"Authorization": f"token {credentials.token}"}
 
 
-def _repo_path(repository: Repository) -> str:
-    return f"/repos/{quote(repository.owner, safe='')}/{quote(repository.name, safe='')}"
-
-
-def status_request(repository: Repository, sha: str, status: Status, *, root: str) -> Request:
-    body: dict[str, Any] = {
-        "state": status.state,
-        "context": status.context,
-        "description": status.description,
-    }
-    if status.target_url:
-        body["target_url"] = status.target_url
-    return Request("POST", f"{root}{_repo_path(repository)}/statuses/{sha}", body)
+# Gitea's status API is GitHub's (the same path, body and states): one implementation
+status_request = github.status_request
 
 
 class PullRequests:
     def __init__(self, client: Client) -> None:
         self.client = client
-        self.path = _repo_path(client.repository)
+        self.path = github.repo_path(client.repository)
 
     def _find_open(self, branch: str, base: str) -> dict[str, Any] | None:
         page = 1

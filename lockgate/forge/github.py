@@ -42,7 +42,8 @@ def headers(credentials: Credentials) -> dict[str, str]:
     }
 
 
-def _repo_path(repository: Repository) -> str:
+def repo_path(repository: Repository) -> str:
+    """``/repos/OWNER/REPO``: GitHub's, and Gitea's API copies it."""
     return f"/repos/{quote(repository.owner, safe='')}/{quote(repository.name, safe='')}"
 
 
@@ -54,13 +55,13 @@ def status_request(repository: Repository, sha: str, status: Status, *, root: st
     }
     if status.target_url:
         body["target_url"] = status.target_url
-    return Request("POST", f"{root}{_repo_path(repository)}/statuses/{sha}", body)
+    return Request("POST", f"{root}{repo_path(repository)}/statuses/{sha}", body)
 
 
 class PullRequests:
     def __init__(self, client: Client) -> None:
         self.client = client
-        self.path = _repo_path(client.repository)
+        self.path = repo_path(client.repository)
 
     def _find_open(self, branch: str) -> dict[str, Any] | None:
         owner = self.client.repository.owner
