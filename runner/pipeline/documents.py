@@ -16,6 +16,7 @@ from typing import Any, ClassVar, Literal
 from lockgate.artifact.limits import Limits
 from lockgate.model import attr
 from lockgate.signing import buildclaims, github
+from runner.pipeline.notifications import ProviderType
 from runner.plan import prune_plan
 
 API_VERSION = "lockgate.dev/v1alpha1"
@@ -377,18 +378,7 @@ class Notify:
     """Where a pass's outcome is reported: a forge's commit status, a generic webhook, Slack,
     Microsoft Teams or Alertmanager; events filtered as Flux's Alert filters them."""
 
-    type: Literal[
-        "github",
-        "generic",
-        "slack",
-        "msteams",
-        "alertmanager",
-        "gitlab",
-        "gitea",
-        "bitbucket",
-        "bitbucketserver",
-        "azuredevops",
-    ] = attr(
+    type: ProviderType = attr(
         "type",
         "github, gitlab, gitea (also Forgejo), bitbucket (Cloud), bitbucketserver, azuredevops: a "
         "commit status on the commit the artifact was built from (Flux's provider names); generic: "
