@@ -26,9 +26,16 @@ def options_for(
     cert_secret_ref: str | None,
     proxy_secret_ref: str | None,
     secrets: SecretReader | None,
+    flags: registry.TransportOptions | None = None,
 ) -> registry.TransportOptions:
-    """The options a Sync's fields ask for; ``secrets`` is needed when it names a Secret."""
+    """The options a Sync's fields ask for; ``secrets`` is needed when it names a Secret.
+
+    ``flags`` (the command line's ``--ca-file``/``--cert-file``/``--key-file``) stand where the
+    Sync names no ``certSecretRef``: the Secret replaces them, as a ``proxySecretRef`` replaces
+    the environment's proxy."""
     options = registry.TransportOptions(insecure=insecure, spelling=connection.FIELDS)
+    if flags is not None:
+        options = dataclasses.replace(flags, insecure=insecure or flags.insecure)
     if cert_secret_ref is not None:
         reader = _need(secrets, CERT_FIELD)
         data = reader.read(cert_secret_ref, field=CERT_FIELD)
