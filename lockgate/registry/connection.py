@@ -1,7 +1,8 @@
 """How lockgate connects to a registry: trust, client certificate, proxy, and http or https.
 
 The transport settings live here, in one value (``TransportOptions``), made by the CLI from
-``--ca-file``/``--cert-file``/``--key-file`` and by the runner and ``lockgate images`` from a
+``--ca-file``/``--cert-file``/``--key-file`` (``lockgate.tlsflags``; ``copy``'s ``--from-``/``--to-``
+sides) and by the runner and ``lockgate images`` from a
 ``certSecretRef``/``proxySecretRef`` (Flux OCIRepository's fields and Secret keys), and turned
 into a ``requests.Session`` by ``session_for``, which ``transport.Transport`` sends through.
 

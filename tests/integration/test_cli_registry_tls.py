@@ -60,6 +60,7 @@ def test_reconcile_and_rollback_take_the_tls_flags(
     assert refused.code == ExitCode.REGISTRY, refused.err
     assert f"registry {tls_world.registry.host}: its TLS certificate does not verify" in refused.err
     assert "--ca-file (or SSL_CERT_FILE)" in refused.err and "Traceback" not in refused.err
+    assert "(spec.insecure if the registry serves plain http)" in refused.err  # reconcile has no --insecure
     assert get(cluster, "namespace", unique) is None
 
     applied = lockgate(cluster, "reconcile", first, *common, *tls_world.tls_flags())

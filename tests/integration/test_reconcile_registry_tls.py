@@ -22,11 +22,14 @@ import pytest
 import requests
 import yaml
 
-from lockgate.errors import ExitCode
+from lockgate import registry
+from lockgate.errors import AuthError, ExitCode
+from lockgate.registry.connection import TransportOptions
 from runner.kube.client import Kube
-from runner.pipeline import config
+from runner.pipeline import config, transportrefs
 from runner.pipeline import reconcile as pipeline
 from runner.pipeline.result import Result
+from runner.pipeline.secretrefs import SecretReader
 from tests.integration.reconcile_support import LOCKGATE, configmap, dump, get, namespace
 from tests.integration.registry_tls_support import TLSWorld, proxy, push_files, tls_world
 from tests.integration.serve_support import start_serve, sync_doc
@@ -252,3 +255,32 @@ def test_status_web_reads_provenance_as_the_installed_runner_does(
     finally:
         page.send_signal(signal.SIGINT)
         assert page.wait(timeout=10) == 0, page.stderr.read() if page.stderr else ""
+
+
+def test_a_cert_secret_replaces_the_command_lines_tls_flags(
+    cluster: Cluster, tls_world: TLSWorld, unique: str
+) -> None:
+    """``reconcile --config``'s flags stand for a Sync without ``certSecretRef``; a Sync's Secret
+    replaces them whole (here the flags carry a client certificate the registry refuses)."""
+    runner = f"{unique}-r"
+    ref = registry.parse(push_files(tls_world, unique, {"a.yaml": dump(configmap("c", runner, {}))}))
+    _secret(cluster, runner, "registry-tls", _tls_entries(tls_world))
+    flags = TransportOptions.from_files(
+        ca_file=str(tls_world.ca.cert),
+        cert_file=str(tls_world.stranger.cert),
+        key_file=str(tls_world.stranger.key),
+    )
+    secrets = SecretReader(Kube.from_kubeconfig(cluster.kubeconfig), runner)
+
+    def options(cert_secret_ref: str | None) -> TransportOptions:
+        return transportrefs.options_for(
+            insecure=False, cert_secret_ref=cert_secret_ref, proxy_secret_ref=None, secrets=secrets,
+            flags=flags,
+        )
+
+    with pytest.raises(AuthError) as refused:
+        registry.RegistryClient.for_reference(ref, options=options(None)).resolve(ref)
+    assert f"the client certificate from --cert-file {tls_world.stranger.cert}" in refused.value.message
+    replaced = options("registry-tls")
+    assert replaced.cert_origin.startswith(f"Secret/{runner}/registry-tls")
+    assert registry.RegistryClient.for_reference(ref, options=replaced).resolve(ref) == ref.digest
