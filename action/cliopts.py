@@ -3,7 +3,8 @@
 
 One definition, so ``push``, ``pull``, ``sign``, ``verify`` and the rest spell, document
 and interpret them the same way; ``client_for`` turns them into a registry client. The TLS
-flags (``--ca-file``, ``--cert-file``, ``--key-file``, as oras names them) and ``--provider``
+flags (``--ca-file``, ``--cert-file``, ``--key-file``, as oras names them; defined in
+``lockgate.tlsflags``, shared with the runner's commands and ``lockgate copy``) and ``--provider``
 are kept in the click context rather than passed through every command's signature:
 ``client_for`` reads them from there, and the environment (``SSL_CERT_FILE``, ``HTTPS_PROXY``...)
 is read by ``lockgate.registry.connection``.
@@ -16,7 +17,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
-from lockgate import output
+from lockgate import output, tlsflags
 
 if TYPE_CHECKING:
     from lockgate import registry
@@ -24,13 +25,7 @@ if TYPE_CHECKING:
 F = TypeVar("F", bound=Callable[..., Any])
 
 
-_TLS_FLAGS = "lockgate.registry.tls-flags"
 PROVIDER_KEY = "lockgate.provider"
-
-
-def _keep_tls_flag(ctx: click.Context, param: click.Parameter, value: str | None) -> None:
-    if value is not None and param.name is not None:
-        ctx.meta.setdefault(_TLS_FLAGS, {})[param.name] = value
 
 
 def _keep_provider(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
@@ -43,15 +38,7 @@ def registry_options(func: F) -> F:
     """``--creds USER:PASSWORD`` and ``--insecure``, passed as ``creds`` and ``insecure``; the TLS
     flags ``--ca-file``, ``--cert-file`` and ``--key-file`` and ``--provider`` (Flux's
     ``provider``), kept for ``client_for``."""
-    for flag, text in (
-        ("--key-file", "The key of --cert-file (PEM)."),
-        ("--cert-file", "A client certificate (PEM) for registries that require one (mTLS)."),
-        ("--ca-file", "A CA certificate (PEM) the registry's certificate is trusted through, besides "
-         "the system's ($SSL_CERT_FILE)."),
-    ):
-        func = click.option(
-            flag, metavar="FILE", help=text, expose_value=False, callback=_keep_tls_flag
-        )(func)
+    func = tlsflags.tls_options()(func)
     func = click.option(
         "--provider",
         type=click.Choice(["generic", "aws", "azure", "gcp"]),
@@ -85,20 +72,6 @@ def client_for(ref: registry.Reference, creds: str | None, insecure: bool) -> re
         ref,
         credentials=explicit,
         insecure=insecure,
-        options=transport_options(insecure),
+        options=tlsflags.transport_options(insecure),
         provider=provider,
-    )
-
-
-def transport_options(insecure: bool = False) -> registry.TransportOptions:
-    """The TLS flags of the command being run (none outside a command), read once per client."""
-    from lockgate import registry
-
-    context = click.get_current_context(silent=True)
-    flags: dict[str, str] = context.meta.get(_TLS_FLAGS, {}) if context is not None else {}
-    return registry.TransportOptions.from_files(
-        ca_file=flags.get("ca_file"),
-        cert_file=flags.get("cert_file"),
-        key_file=flags.get("key_file"),
-        insecure=insecure,
     )

@@ -1,5 +1,8 @@
 """``lockgate copy``: the click command over ``lockgate.registry.copy`` (used by CI and by
-whoever feeds an air-gapped site, so it lives in the shared core, not in either half)."""
+whoever feeds an air-gapped site, so it lives in the shared core, not in either half).
+
+Each side has its own credentials and TLS flags, as ``oras copy`` spells them: ``--from-creds``,
+``--from-ca-file``, ``--from-cert-file``, ``--from-key-file`` for SRC, ``--to-...`` for DST."""
 
 from __future__ import annotations
 
@@ -8,7 +11,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from lockgate import output
+from lockgate import output, tlsflags
 
 if TYPE_CHECKING:
     from lockgate import registry
@@ -28,6 +31,8 @@ if TYPE_CHECKING:
 @click.option("--from-creds", metavar="USER:PASSWORD", help="Credentials for SRC (else Docker config).")
 @click.option("--to-creds", metavar="USER:PASSWORD", help="Credentials for DST (else Docker config).")
 @click.option("--insecure", is_flag=True, help="Plain http to both registries (automatic for loopback).")
+@tlsflags.tls_options("from-", what="SRC's registry")
+@tlsflags.tls_options("to-", what="DST's registry")
 @click.option("--quiet", "-q", is_flag=True, help="No progress line.")
 @output.output_option
 def copy(
@@ -56,10 +61,18 @@ def copy(
     with progress.shown(quiet=quiet):
         result = copying.copy(
             registry.RegistryClient.for_reference(
-                src_ref, credentials=_creds(from_creds), insecure=insecure
+                src_ref,
+                credentials=_creds(from_creds),
+                insecure=insecure,
+                options=tlsflags.transport_options(insecure, prefix="from-"),
             ),
             src_ref,
-            copying.destination_client(dst_ref, credentials=_creds(to_creds), insecure=insecure),
+            copying.destination_client(
+                dst_ref,
+                credentials=_creds(to_creds),
+                insecure=insecure,
+                options=tlsflags.transport_options(insecure, prefix="to-"),
+            ),
             dst_ref,
             options,
         )

@@ -19,7 +19,7 @@ from pathlib import Path
 import click
 from click.core import ParameterSource
 
-from lockgate import registry
+from lockgate import registry, tlsflags
 from lockgate.artifact import limits
 from lockgate.errors import Abandoned, LockgateError, UsageError
 from lockgate.output import output_option
@@ -111,6 +111,7 @@ _CONTEXT = click.option("--context", help="The kubeconfig context to use (defaul
 )
 @_CONTEXT
 @click.option("--config", "config_path", type=click.Path(path_type=Path), help="A file of Sync documents.")
+@tlsflags.tls_options()
 @output_option
 def reconcile(
     url: str | None,
@@ -212,6 +213,10 @@ def reconcile(
             provider=provider,
         )
         syncs, cluster = [sync], ""
+    # read once, before any pass; with --config they stand for each Sync without a certSecretRef,
+    # and a URL's sync names the flags in its TLS errors even when none were given
+    flags = tlsflags.given_options() if config_path is not None else tlsflags.transport_options()
+    syncs = [sync.with_flags(flags) for sync in syncs]
     for warning in (w for sync in syncs for w in sync.source.warnings):
         click.echo(f"warning: {warning}", err=True)
     # notifications (``--config`` syncs with ``notify``) are sent in the background and flushed

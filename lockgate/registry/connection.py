@@ -1,7 +1,8 @@
 """How lockgate connects to a registry: trust, client certificate, proxy, and http or https.
 
 The transport settings live here, in one value (``TransportOptions``), made by the CLI from
-``--ca-file``/``--cert-file``/``--key-file`` and by the runner and ``lockgate images`` from a
+``--ca-file``/``--cert-file``/``--key-file`` (``lockgate.tlsflags``; ``copy``'s ``--from-``/``--to-``
+sides) and by the runner and ``lockgate images`` from a
 ``certSecretRef``/``proxySecretRef`` (Flux OCIRepository's fields and Secret keys), and turned
 into a ``requests.Session`` by ``session_for``, which ``transport.Transport`` sends through.
 
@@ -54,12 +55,17 @@ class Spelling:
     insecure: str
 
 
-FLAGS = Spelling(
-    ca="--ca-file (or SSL_CERT_FILE)",
-    cert="--cert-file and --key-file",
-    proxy="HTTPS_PROXY",
-    insecure="--insecure",
-)
+def flag_spelling(prefix: str = "") -> Spelling:
+    """The flags' spelling; ``prefix`` is a side of ``lockgate copy`` (``from-``, ``to-``)."""
+    return Spelling(
+        ca=f"--{prefix}ca-file (or SSL_CERT_FILE)",
+        cert=f"--{prefix}cert-file and --{prefix}key-file",
+        proxy="HTTPS_PROXY",
+        insecure="--insecure",
+    )
+
+
+FLAGS = flag_spelling()
 FIELDS = Spelling(
     ca="spec.certSecretRef (its ca.crt entry)",
     cert="spec.certSecretRef (its tls.crt and tls.key entries)",
@@ -113,17 +119,21 @@ class TransportOptions:
         cert_file: str | None = None,
         key_file: str | None = None,
         insecure: bool = False,
+        flag_prefix: str = "",
     ) -> TransportOptions:
-        """The CLI's ``--ca-file``, ``--cert-file`` and ``--key-file`` (oras' names), read once."""
+        """The CLI's ``--ca-file``, ``--cert-file`` and ``--key-file`` (oras' names), read once;
+        ``flag_prefix`` is a side of ``lockgate copy`` (``--from-ca-file``, ``--to-ca-file``...)."""
+        ca_flag, cert_flag, key_flag = (f"--{flag_prefix}{name}-file" for name in ("ca", "cert", "key"))
         if (cert_file is None) != (key_file is None):
-            raise UsageError("--cert-file and --key-file go together: a client certificate needs its key")
+            raise UsageError(f"{cert_flag} and {key_flag} go together: a client certificate needs its key")
         return cls(
             insecure=insecure,
-            ca=_read(ca_file, "--ca-file"),
-            client_cert=_read(cert_file, "--cert-file"),
-            client_key=_read(key_file, "--key-file"),
-            ca_origin=f"--ca-file {ca_file}" if ca_file else "",
-            cert_origin=f"--cert-file {cert_file}" if cert_file else "",
+            ca=_read(ca_file, ca_flag),
+            client_cert=_read(cert_file, cert_flag),
+            client_key=_read(key_file, key_flag),
+            ca_origin=f"{ca_flag} {ca_file}" if ca_file else "",
+            cert_origin=f"{cert_flag} {cert_file}" if cert_file else "",
+            spelling=flag_spelling(flag_prefix),
         )
 
     @classmethod

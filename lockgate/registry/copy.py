@@ -29,6 +29,7 @@ from lockgate import progress, semver
 from lockgate.errors import ResolveError, UsageError, VerificationError
 from lockgate.registry import oci
 from lockgate.registry.client import RegistryClient
+from lockgate.registry.connection import TransportOptions
 from lockgate.registry.credentials import Credentials
 from lockgate.registry.layout_dir import LayoutStore
 from lockgate.registry.oci import COSIGN_TAG_SUFFIXES, ImageIndex, Referrers, is_artifact_tag, referrers_tag
@@ -113,12 +114,16 @@ class CopyResult:
 
 
 def destination_client(
-    ref: Reference, *, credentials: Credentials | None = None, insecure: bool = False
+    ref: Reference,
+    *,
+    credentials: Credentials | None = None,
+    insecure: bool = False,
+    options: TransportOptions | None = None,
 ) -> RegistryClient:
     """The store to copy into: a layout directory is created when absent."""
     if ref.layout is not None:
         return LayoutStore.create(Path(ref.layout))
-    return RegistryClient.for_reference(ref, credentials=credentials, insecure=insecure)
+    return RegistryClient.for_reference(ref, credentials=credentials, insecure=insecure, options=options)
 
 
 def select(source: RegistryClient, ref: Reference, options: CopyOptions) -> list[tuple[str | None, str]]:

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import click
 
+from lockgate import tlsflags
 from lockgate.output import output_option
 from runner.pipeline import installed, report, status
 from runner.serve import leases
@@ -114,6 +115,7 @@ def sync(name: str, namespace: str | None, kubeconfig: Path | None, context: str
 )
 @_KUBECONFIG
 @_CONTEXT
+@tlsflags.tls_options()
 @_OUTPUT
 def rollback_(
     name: str,
@@ -128,6 +130,7 @@ def rollback_(
     sync_options, _ = installed.sync_named(
         name, config_path=config_path, namespace=namespace, kubeconfig=kubeconfig, context=context
     )
+    sync_options = sync_options.with_flags(tlsflags.given_options())
     keeper = leases.LeaseKeeper.from_kubeconfig(kubeconfig, context=context)
     result = leases.rollback(keeper, sync_options, to=to, kubeconfig=kubeconfig, context=context)
     click.echo(json.dumps(result.to_json(), indent=2) if output == "json" else report.table(result))

@@ -7,10 +7,12 @@ namespace the runner's records live in.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from lockgate import registry
 from lockgate.errors import UsageError
 from runner.pipeline import (
     attesting,
@@ -99,6 +101,13 @@ class SyncOptions:
         if not self.service_account_name:
             return None
         return f"system:serviceaccount:{namespace}:{self.service_account_name}"
+
+    def with_flags(self, flags: registry.TransportOptions | None) -> SyncOptions:
+        """This sync reached with the command line's TLS flags (``reconcile``, ``rollback``), where
+        its ``certSecretRef`` does not replace them; the same sync when none were given."""
+        if flags is None:
+            return self
+        return dataclasses.replace(self, source=dataclasses.replace(self.source, flags=flags))
 
     def recorded_deletion(self) -> deletion.Recorded:
         """What the sync's deletion needs, recorded on its inventory by each pass."""

@@ -98,6 +98,9 @@ class SourceSpec:
     cert_secret_ref: str | None = None
     proxy_secret_ref: str | None = None
     insecure: bool = False
+    #: ``reconcile``'s and ``rollback``'s ``--ca-file``/``--cert-file``/``--key-file``; a
+    #: ``cert_secret_ref`` replaces them (not a Sync field: the command line's, like the environment)
+    flags: registry.TransportOptions | None = field(default=None, repr=False, compare=False)
     #: a Secret of ``*.pub`` cosign keys, any one verifying (``spec.verify.secretRef``); replaces ``policy``
     verify_secret_ref: str | None = None
     #: health attestations every applied digest must have (``spec.verify.attestations``)
@@ -367,6 +370,7 @@ def transport_options(spec: SourceSpec, secrets: SecretReader | None) -> registr
         cert_secret_ref=spec.cert_secret_ref,
         proxy_secret_ref=spec.proxy_secret_ref,
         secrets=secrets,
+        flags=spec.flags,
     )
 
 

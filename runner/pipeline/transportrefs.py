@@ -1,4 +1,5 @@
-"""A Sync's ``certSecretRef``, ``proxySecretRef`` and ``insecure`` as ``registry.TransportOptions``.
+"""A Sync's ``certSecretRef``, ``proxySecretRef`` and ``insecure`` as ``registry.TransportOptions``,
+over the TLS flags of ``reconcile`` and ``rollback`` when the command line gave them.
 
 Beside ``secretrefs`` (credentials and keys), in the same step of a pass: the Secrets are read
 at each pass through the pass's ``Kube`` client, because certificates and proxy passwords
@@ -26,9 +27,18 @@ def options_for(
     cert_secret_ref: str | None,
     proxy_secret_ref: str | None,
     secrets: SecretReader | None,
+    flags: registry.TransportOptions | None = None,
 ) -> registry.TransportOptions:
-    """The options a Sync's fields ask for; ``secrets`` is needed when it names a Secret."""
+    """The options a Sync's fields ask for; ``secrets`` is needed when it names a Secret.
+
+    ``flags`` (the command line's ``--ca-file``/``--cert-file``/``--key-file``) stand where the
+    Sync names no ``certSecretRef``: the Secret replaces them, as a ``proxySecretRef`` replaces
+    the environment's proxy."""
     options = registry.TransportOptions(insecure=insecure, spelling=connection.FIELDS)
+    if flags is not None:
+        # the runner's commands have no --insecure: plain http is the Sync's spec.insecure
+        spelling = dataclasses.replace(flags.spelling, insecure=connection.FIELDS.insecure)
+        options = dataclasses.replace(flags, insecure=insecure or flags.insecure, spelling=spelling)
     if cert_secret_ref is not None:
         reader = _need(secrets, CERT_FIELD)
         data = reader.read(cert_secret_ref, field=CERT_FIELD)

@@ -1,5 +1,6 @@
 """The registry clients ``serve`` keeps: one per host and Secrets (credentials, certificates,
-proxy), shared by passes, cheap checks and the status page, so they reuse connections and tokens.
+proxy), shared by passes, cheap checks and the status page, so they reuse connections and tokens
+(``lockgate status --web`` builds its own, for the syncs of the runner's configuration).
 
 A client built from a Secret is rebuilt after ``SECRET_CACHE_SECONDS`` (Secrets rotate); one
 without credentials is kept for the life of the process. A sync with ``spec.provider`` gets its

@@ -12,21 +12,30 @@ from __future__ import annotations
 
 import base64
 import json
+import re
+import signal
+import subprocess
 from pathlib import Path
 from typing import Any
 
 import pytest
+import requests
 import yaml
 
-from lockgate.errors import ExitCode
+from lockgate import registry
+from lockgate.errors import AuthError, ExitCode
+from lockgate.registry.connection import TransportOptions
 from runner.kube.client import Kube
-from runner.pipeline import config
+from runner.pipeline import config, transportrefs
 from runner.pipeline import reconcile as pipeline
 from runner.pipeline.result import Result
-from tests.integration.reconcile_support import configmap, dump, get, namespace
+from runner.pipeline.secretrefs import SecretReader
+from tests.integration.reconcile_support import LOCKGATE, configmap, dump, get, namespace
 from tests.integration.registry_tls_support import TLSWorld, proxy, push_files, tls_world
 from tests.integration.serve_support import start_serve, sync_doc
+from tests.integration.test_deploy import apply, build, relocate, with_config
 from tests.world.kube import Cluster
+from tests.world.process import free_port
 from tests.world.proxy import Proxy
 
 pytestmark = pytest.mark.world
@@ -191,12 +200,87 @@ def test_serve_keeps_a_client_per_cert_and_proxy_secret(
     seen = len(proxy.requests_seen())
     refs = {"certSecretRef": {"name": "registry-tls"}, "proxySecretRef": {"name": "registry-proxy"}}
     doc = sync_doc("served", url, runner, interval="1m", **refs)
-    served = start_serve(cluster, tmp_path, [doc], runner={"namespace": runner})
+    page = f"127.0.0.1:{free_port()}"
+    served = start_serve(
+        cluster, tmp_path, [doc], runner={"namespace": runner, "statusPage": {"address": page}}
+    )
     try:
         served.wait_sync_ready("served", timeout=60)
         applied = get(cluster, "configmap", "served", ns)
         assert applied is not None and applied["data"] == {"v": "1"}
         assert f"CONNECT {tls_world.registry.host}" in " ".join(proxy.requests_seen()[seen:])
+        # the status page reads the artifact's provenance with the same client (its Secrets)
+        shown = requests.get(f"http://{page}/api/syncs/served", timeout=10)
+        assert shown.status_code == 200, shown.text
+        assert (shown.json()["commit"] or {}).get("revision") == "v1@sha1:0", shown.json()
         assert proxy.password not in served.log.read_text()
     finally:
         assert served.stop() == 0, served.tail()
+
+
+def test_status_web_reads_provenance_as_the_installed_runner_does(
+    cluster: Cluster, tls_world: TLSWorld, unique: str, tmp_path: Path
+) -> None:
+    """``status --web`` finds the runner's configuration (its ConfigMap, as ``rollback`` does) and
+    reads a sync's registry with that sync's certSecretRef, not the machine's credentials."""
+    runner = f"{unique}-r"
+    url = push_files(tls_world, unique, {"a.yaml": dump(configmap("c", runner, {}))})
+    _secret(cluster, runner, "registry-tls", _tls_entries(tls_world))
+    sync = {
+        "apiVersion": "lockgate.dev/v1alpha1",
+        "kind": "Sync",
+        "metadata": {"name": unique},
+        "spec": {
+            "url": url,
+            "interval": "1m",
+            "verify": {"insecureSkip": True},
+            "certSecretRef": {"name": "registry-tls"},
+        },
+    }
+    text = yaml.safe_dump_all([{"apiVersion": "lockgate.dev/v1alpha1", "kind": "Runner", "spec": {}}, sync])
+    docs = relocate(build(with_config(tmp_path, "runner", text)), {"lockgate-system": runner}, unique[-6:])
+    apply(cluster, docs)
+    assert _pass(cluster, tmp_path, unique, url, runner, certSecretRef={"name": "registry-tls"}).error is None
+
+    command = [*LOCKGATE, "status", "--web", "--no-open", "-n", runner, f"--kubeconfig={cluster.kubeconfig}"]
+    page = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert page.stdout is not None
+        announced = page.stdout.readline()
+        found = re.search(r"http://\S+/", announced)
+        assert found is not None, announced
+        shown = requests.get(f"{found.group(0)}api/syncs/{unique}", timeout=10)
+        assert shown.status_code == 200, shown.text
+        assert (shown.json()["commit"] or {}).get("revision") == "v1@sha1:0", shown.json()
+    finally:
+        page.send_signal(signal.SIGINT)
+        assert page.wait(timeout=10) == 0, page.stderr.read() if page.stderr else ""
+
+
+def test_a_cert_secret_replaces_the_command_lines_tls_flags(
+    cluster: Cluster, tls_world: TLSWorld, unique: str
+) -> None:
+    """``reconcile --config``'s flags stand for a Sync without ``certSecretRef``; a Sync's Secret
+    replaces them whole (here the flags carry a client certificate the registry refuses)."""
+    runner = f"{unique}-r"
+    ref = registry.parse(push_files(tls_world, unique, {"a.yaml": dump(configmap("c", runner, {}))}))
+    _secret(cluster, runner, "registry-tls", _tls_entries(tls_world))
+    flags = TransportOptions.from_files(
+        ca_file=str(tls_world.ca.cert),
+        cert_file=str(tls_world.stranger.cert),
+        key_file=str(tls_world.stranger.key),
+    )
+    secrets = SecretReader(Kube.from_kubeconfig(cluster.kubeconfig), runner)
+
+    def options(cert_secret_ref: str | None) -> TransportOptions:
+        return transportrefs.options_for(
+            insecure=False, cert_secret_ref=cert_secret_ref, proxy_secret_ref=None, secrets=secrets,
+            flags=flags,
+        )
+
+    with pytest.raises(AuthError) as refused:
+        registry.RegistryClient.for_reference(ref, options=options(None)).resolve(ref)
+    assert f"the client certificate from --cert-file {tls_world.stranger.cert}" in refused.value.message
+    replaced = options("registry-tls")
+    assert replaced.cert_origin.startswith(f"Secret/{runner}/registry-tls")
+    assert registry.RegistryClient.for_reference(ref, options=replaced).resolve(ref) == ref.digest

@@ -5,26 +5,74 @@ the artifacts' provenance annotations) with the caller's kubeconfig, so it needs
 running ``serve`` and no token: it listens on loopback only. What only a running ``serve``
 knows (next pass, change sets, unhealthy objects, drift) is shown as such. It runs until
 Ctrl-C; a browser is opened only when asked and a display exists.
+
+The provenance of a sync the namespace's runner runs is read as that runner reads its
+registry: ``InstalledRegistries`` finds the runner's configuration as ``lockgate rollback``
+does (``runner.pipeline.installed``) and asks ``serve``'s ``Registries`` for the sync's client
+(``secretRef``, ``certSecretRef``, ``proxySecretRef``); any other sync gets the machine's
+credentials (``docker login``), as before.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import logging
 import os
 import signal
 import sys
 import threading
+import time
 import webbrowser
 from collections.abc import Callable
 from pathlib import Path
 
-from lockgate.errors import UsageError
+from lockgate import registry
+from lockgate.errors import LockgateError, UsageError
 from runner.kube.client import Kube
-from runner.pipeline.reconcile import check_name, runner_namespace
+from runner.pipeline import installed
+from runner.pipeline.reconcile import SyncOptions, check_name, runner_namespace
 from runner.serve import listener
 from runner.serve.http import HttpServers, parse_address
+from runner.serve.registries import SECRET_CACHE_SECONDS, Registries
 from runner.serve.web import app, cluster
 
 DEFAULT_ADDRESS = "127.0.0.1:0"
+
+log = logging.getLogger(__name__)
+
+
+class InstalledRegistries:
+    """``cluster.RegistryFor`` for ``status --web``: the client a sync's runner would use."""
+
+    def __init__(self, kube: Kube, namespace: str) -> None:
+        self._kube, self._namespace = kube, namespace
+        self._registries = Registries(kube)
+        self._lock = threading.Lock()
+        self._read: tuple[float, dict[str, SyncOptions]] | None = None
+
+    def __call__(self, sync: str, url: str) -> registry.RegistryClient:
+        options = self._installed().get(sync)
+        if options is None or registry.parse(options.source.url).host != registry.parse(url).host:
+            return cluster.anonymous_registry(sync, url)
+        return self._registries.client(options)
+
+    def _installed(self) -> dict[str, SyncOptions]:
+        """The runner's syncs by name, read again after ``SECRET_CACHE_SECONDS`` (it may change)."""
+        with self._lock:
+            if self._read is not None and time.monotonic() - self._read[0] < SECRET_CACHE_SECONDS:
+                return self._read[1]
+            try:
+                loaded, _ = installed.load(self._kube, self._namespace)
+                # a sync without a runner namespace is the runner's own: the one it runs in
+                syncs = {
+                    o.name: o if o.namespace else dataclasses.replace(o, namespace=self._namespace)
+                    for o in loaded.syncs
+                }
+            except LockgateError as exc:  # no runner here, or one this machine cannot read
+                log.debug("no runner configuration in %s: %s", self._namespace, exc.message)
+                syncs = {}
+            self._read = (time.monotonic(), syncs)
+            return syncs
 
 
 def has_display() -> bool:
@@ -60,7 +108,7 @@ def run(
         check_name(name)
     ns = runner_namespace(namespace)
     kube = Kube.from_kubeconfig(kubeconfig, context=context)
-    reader = cluster.Reader(kube, namespaces=lambda: [ns])
+    reader = cluster.Reader(kube, namespaces=lambda: [ns], registry_for=InstalledRegistries(kube, ns))
     servers = HttpServers(app.build_app(reader, loopback_only=True), [address], limits=listener.PAGE)
     servers.start()
     done = stop or threading.Event()
