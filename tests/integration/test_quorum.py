@@ -354,3 +354,29 @@ def test_the_one_cluster_form_does_not_count_a_healthyat_in_the_future_either(
     assert skewed.waiting.endswith(" is in the future (clock skew): not counted")
     fleet.attest(v100, "staging-ap-1", ago=60)
     assert fleet.run(one).error is None and fleet.applied(CANARY) == "1.0.0"
+
+
+def test_one_staging_runners_key_cannot_attest_for_the_other_staging_clusters(
+    cluster: Cluster, registry: Registry, unique: str, tmp_path: Path
+) -> None:
+    # the staging keys Secret names each entry <clusterName>.pub: each key is bound to its cluster
+    fleet = Fleet(cluster, registry, unique, tmp_path)
+    v100 = fleet.push("1.0.0")
+    fleet.attest(v100, "staging-eu-1")
+    # staging-eu-1's runner is compromised: it signs "healthy" as three other staging clusters
+    for name in ("staging-eu-2", "staging-us-1", "staging-us-2"):
+        fleet.attest(v100, name, signer="staging-eu-1")
+    forged = fleet.run(fleet.canary())
+    assert forged.error is None and fleet.applied(CANARY) is None
+    key = f"Secret/{fleet.ns(CANARY, 'runner')}/staging-keys[staging-eu-1.pub]"
+    assert forged.waiting == (
+        f"1.0.0@{digest(v100)}: 1/4 of staging-* healthy for {SOAK}s; missing "
+        + ", ".join(
+            f"{name} (refused: signed by the key for staging-eu-1 ({key}), claims {name})"
+            for name in ("staging-eu-2", "staging-us-1", "staging-us-2")
+        )
+    )
+    # each of them attesting with its own key makes the quorum
+    for name in ("staging-eu-2", "staging-us-1", "staging-us-2"):
+        fleet.attest(v100, name)
+    assert fleet.run(fleet.canary()).error is None and fleet.applied(CANARY) == "1.0.0"
