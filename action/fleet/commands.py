@@ -68,16 +68,13 @@ def _key_set(request: FleetRequest) -> KeySetPolicy:
     from lockgate.signing.policy import KeyPolicy, KeySetPolicy
 
     read = [KeyPolicy.from_file(path) for path in request.keys]
-    bind = True if request.bind_keys else None
+    clusters = keybinding.bound_to(
+        [path.name for path in request.keys], bind=request.bind_keys, selects=lambda _: False
+    )
     bound = tuple(
-        replace(key, cluster=keybinding.bound_to(path.name, bind=bind, selects=_nothing))
-        for key, path in zip(read, request.keys, strict=True)
+        replace(key, cluster=clusters[path.name]) for key, path in zip(read, request.keys, strict=True)
     )
     return KeySetPolicy(bound, source=", ".join(str(p) for p in request.keys))
-
-
-def _nothing(name: str) -> bool:
-    return False
 
 
 def warnings(request: FleetRequest) -> tuple[str, ...]:

@@ -10,12 +10,13 @@ for staging-eu-1 (...), claims staging-us-2"), wherever attestations are read (a
 
 Which entries are bound follows a requirement's ``bindKeysToClusters`` (``bind``):
 
-- unset (the default): an entry whose name the requirement selects (its ``cluster``, or a
-  name its ``clusters`` patterns match, the runner's own included) is bound; another
-  (``fleet.pub``, ``cosign.pub``) stays unbound, trusted for any cluster as before, and
-  ``unbound_warning`` says so once when that matters (a quorum, or a set that mixes both);
-- ``true``: every entry is bound to its name (an entry named after no selected cluster can
-  never count: nothing is trusted for every cluster);
+- unset (the default): a Secret in which any entry is named after a cluster the requirement
+  selects (its ``cluster``, or a name its ``clusters`` patterns match, the runner's own
+  included) is a Secret of cluster keys, and every entry is bound to the name it has (a
+  ``fleet.pub`` beside them then attests for a cluster ``fleet`` only); a Secret in which none
+  is (one ``cosign.pub``, or keys named after people) stays unbound, any key for any cluster
+  as before, and ``unbound_warning`` says so for a quorum;
+- ``true``: every entry is bound to its name, whatever the names;
 - ``false``: none is (every key for every cluster: one key shared by a stage's runners).
 
 Pure: the Secret's entries in, policies and words out; the caller reads the Secret.
@@ -49,24 +50,26 @@ def selector(*, cluster: str | None = None, clusters: Sequence[str] = ()) -> Cal
     return selects
 
 
-def bound_to(entry: str, *, bind: bool | None, selects: Callable[[str], bool]) -> str | None:
-    """The cluster the key of Secret entry ``entry`` may attest for; None: any."""
-    if bind is False:
-        return None
-    name = entry_cluster(entry)
-    return name if bind is True or selects(name) else None
+def bound_to(
+    entries: Sequence[str], *, bind: bool | None, selects: Callable[[str], bool]
+) -> dict[str, str | None]:
+    """The cluster the key of each Secret entry may attest for; None: any."""
+    if bind is None:
+        bind = any(selects(entry_cluster(entry)) for entry in entries)
+    return {entry: entry_cluster(entry) if bind else None for entry in entries}
 
 
 def key_set(
     pems: dict[str, bytes], *, source: str, bind: bool | None, selects: Callable[[str], bool]
 ) -> KeySetPolicy:
     """One key per entry, in name order, each named ``source[entry]`` and bound as ``bound_to`` says."""
+    clusters = bound_to(list(pems), bind=bind, selects=selects)
     return KeySetPolicy(
         tuple(
             KeyPolicy(
                 KeyPolicy.from_bytes(pems[entry], source=f"{source}[{entry}]").key,
                 source=f"{source}[{entry}]",
-                cluster=bound_to(entry, bind=bind, selects=selects),
+                cluster=clusters[entry],
             )
             for entry in sorted(pems)
         ),
@@ -75,20 +78,19 @@ def key_set(
 
 
 def unbound_warning(policy: KeySetPolicy, *, quorum: bool, bind: bool | None) -> str | None:
-    """What to tell the operator when unbound keys can speak for clusters they do not belong to:
-    in a quorum any unbound key does; for one cluster, an unbound key beside keys bound by name
-    does (a set with no binding at all is one attester's keys, e.g. before and after a rotation).
-    Nothing when ``bindKeysToClusters: false`` asked for exactly that."""
-    if bind is False:
+    """What to tell the operator when a quorum is checked against keys bound to no cluster:
+    each of them can attest for every cluster of it. Nothing for one cluster (its attester's
+    keys, e.g. before and after a rotation), nor when ``bindKeysToClusters: false`` asked for
+    exactly that."""
+    if bind is False or not quorum:
         return None
     unbound = [key.source for key in policy.keys if key.cluster is None]
-    if not unbound or (not quorum and len(unbound) == len(policy.keys)):
+    if not unbound:
         return None
-    which = ", ".join(unbound)
+    one = len(unbound) == 1
     return (
-        f"{which} {'is' if len(unbound) == 1 else 'are'} bound to no cluster: "
-        f"{'it is' if len(unbound) == 1 else 'each is'} trusted to attest for every cluster, so the runner "
-        "holding it can attest healthy as all of them; name each entry <clusterName>.pub after the "
-        f"cluster whose runner holds the key, or set {FIELD}: true ({FIELD}: false keeps one shared key "
-        "and says nothing)"
+        f"{', '.join(unbound)} {'is' if one else 'are'} bound to no cluster: {'it is' if one else 'each is'} "
+        "trusted to attest for every cluster of the quorum, so the runner holding it can attest healthy "
+        "as all of them; name each entry <clusterName>.pub after the cluster whose runner holds the key, "
+        f"or set {FIELD}: true ({FIELD}: false keeps one shared key and says nothing)"
     )

@@ -380,3 +380,24 @@ def test_one_staging_runners_key_cannot_attest_for_the_other_staging_clusters(
     for name in ("staging-eu-2", "staging-us-1", "staging-us-2"):
         fleet.attest(v100, name)
     assert fleet.run(fleet.canary()).error is None and fleet.applied(CANARY) == "1.0.0"
+
+
+def test_a_quorum_over_a_key_bound_to_no_cluster_counts_as_before_and_is_warned_about_once(
+    cluster: Cluster, registry: Registry, unique: str, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    # one key shared by the stage, in an entry named after no cluster: any claim it signs counts
+    fleet = Fleet(cluster, registry, unique, tmp_path)
+    v100 = fleet.push("1.0.0")
+    for name in STAGING[:2]:
+        fleet.attest(v100, name, signer="staging-eu-1")
+    shared = fleet.canary(minClusters=2, secretRef={"name": "shared-key"})
+    fleet.secret(CANARY, "shared-key", {"fleet.pub": (tmp_path / "staging-eu-1.pub").read_bytes()})
+    with caplog.at_level("WARNING"):
+        assert fleet.run(shared).error is None and fleet.applied(CANARY) == "1.0.0"
+        assert fleet.run(shared).error is None
+    warned = [r.getMessage() for r in caplog.records if "bound to no cluster" in r.getMessage()]
+    key = f"Secret/{fleet.ns(CANARY, 'runner')}/shared-key[fleet.pub]"
+    assert len(warned) == 1 and warned[0].startswith(
+        f"spec.verify.attestations[0].secretRef.name: {key} is bound to no cluster: it is trusted to attest "
+        "for every cluster of the quorum"
+    )

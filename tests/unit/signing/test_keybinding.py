@@ -36,7 +36,7 @@ def bundled(key: keys.PrivateKey, cluster: str, number: int) -> store.StoredBund
 
 
 STAGING = ("staging-a", "staging-b", "staging-c")
-KEYS = {name: new_key() for name in (*STAGING, "fleet")}
+KEYS = {name: new_key() for name in (*STAGING, "fleet", "ops")}
 
 
 def key_set(
@@ -47,19 +47,24 @@ def key_set(
     return keybinding.key_set(pems, source=SECRET, bind=bind, selects=selects)
 
 
-def test_entries_named_after_a_selected_cluster_are_bound_the_others_not() -> None:
+def test_a_secret_with_an_entry_named_after_a_selected_cluster_binds_every_entry() -> None:
     policy = key_set("staging-a", "staging-b", "fleet")
     assert [(k.source, k.cluster) for k in policy.keys] == [
-        (f"{SECRET}[fleet.pub]", None),
+        (f"{SECRET}[fleet.pub]", "fleet"),  # a Secret of cluster keys: it attests for "fleet" only
         (f"{SECRET}[staging-a.pub]", "staging-a"),
         (f"{SECRET}[staging-b.pub]", "staging-b"),
     ]
-    assert [k.cluster for k in key_set("staging-a", "fleet", bind=True).keys] == ["fleet", "staging-a"]
+    # no entry named after a selected cluster: any key for any cluster, as before
+    assert [k.cluster for k in key_set("staging-a", "fleet", clusters=("prod-*",)).keys] == [None, None]
+    assert [k.cluster for k in key_set("fleet", bind=True).keys] == ["fleet"]
     assert [k.cluster for k in key_set("staging-a", "fleet", bind=False).keys] == [None, None]
-    # the one-cluster form selects its cluster
+    # the one-cluster form selects its cluster: every runner's key in one Secret is bound
     one = keybinding.selector(cluster="staging-a")
-    assert keybinding.bound_to("staging-a.pub", bind=None, selects=one) == "staging-a"
-    assert keybinding.bound_to("staging-b.pub", bind=None, selects=one) is None
+    assert keybinding.bound_to(["staging-a.pub", "staging-b.pub"], bind=None, selects=one) == {
+        "staging-a.pub": "staging-a",
+        "staging-b.pub": "staging-b",
+    }
+    assert keybinding.bound_to(["cosign.pub"], bind=None, selects=one) == {"cosign.pub": None}
 
 
 def test_a_bound_key_attesting_for_another_cluster_is_refused_and_named() -> None:
@@ -86,7 +91,7 @@ def test_a_bound_key_attesting_for_another_cluster_is_refused_and_named() -> Non
 
 def test_today_without_a_binding_any_key_of_the_set_counts_for_any_cluster() -> None:
     forged = [bundled(KEYS["staging-a"], name, n) for n, name in enumerate(STAGING)]
-    for policy in (key_set(*STAGING, bind=False), key_set("fleet", "staging-a", clusters=("prod-*",))):
+    for policy in (key_set(*STAGING, bind=False), key_set("fleet", *STAGING, clusters=("prod-*",))):
         found = attest.judge(forged, DIGEST, policy, cache=None)
         assert sorted(a.predicate["cluster"] for a in found.attestations) == list(STAGING)
 
@@ -118,18 +123,18 @@ def test_the_binding_is_part_of_a_cached_verdict() -> None:
     ("entries", "quorum_", "bind", "warned"),
     [
         (("staging-a", "staging-b"), True, None, None),  # every key bound
+        (("fleet", "staging-a"), True, None, None),  # a Secret of cluster keys: fleet.pub is "fleet"'s
         (("fleet",), True, None, f"{SECRET}[fleet.pub] is bound to no cluster: it is trusted"),
-        (("fleet", "staging-a"), True, None, f"{SECRET}[fleet.pub] is bound to no cluster"),
+        (("fleet", "ops"), True, None, f"{SECRET}[fleet.pub], {SECRET}[ops.pub] are bound to no cluster"),
         (("fleet",), True, False, None),  # one shared key, asked for
-        (("fleet",), False, None, None),  # one cluster, its one attester
-        (("fleet", "staging-a"), False, None, f"{SECRET}[fleet.pub] is bound to no cluster"),
+        (("fleet", "ops"), False, None, None),  # one cluster: its attester's keys
     ],
 )
-def test_unbound_keys_are_warned_about_where_they_can_speak_for_other_clusters(
+def test_unbound_keys_are_warned_about_in_a_quorum(
     entries: tuple[str, ...], quorum_: bool, bind: bool | None, warned: str | None
 ) -> None:
-    clusters = ("staging-*",) if quorum_ else ()
-    selects = keybinding.selector(clusters=clusters, cluster=None if quorum_ else "staging-a")
+    one, many = keybinding.selector(cluster="staging-a"), keybinding.selector(clusters=("staging-*",))
+    selects = many if quorum_ else one
     pems = {f"{name}.pub": pem(KEYS[name]) for name in entries}
     policy = keybinding.key_set(pems, source=SECRET, bind=bind, selects=selects)
     warning = keybinding.unbound_warning(policy, quorum=quorum_, bind=bind)
