@@ -2,7 +2,8 @@
 
 A Sync's ``spec.secretRef`` names a ``kubernetes.io/dockerconfigjson`` Secret (Flux's
 OCIRepository ``secretRef``) and ``spec.verify.secretRef`` a Secret whose every ``*.pub``
-entry is a cosign public key (Flux's ``verify.secretRef``). Both are read at each pass through
+entry is a cosign public key (Flux's ``verify.secretRef``; for ``verify.attestations[]``, each
+bound to the cluster its entry names, ``lockgate.signing.keybinding``). Both are read at each pass through
 the pass's ``Kube`` client, because Secrets rotate; their values live only in memory (never a
 file, never a message). Errors name ``Secret/NS/NAME`` and the Sync field to fix. A missing or
 unusable credentials Secret is an ``AuthError``; a keys Secret, a ``VerificationError``

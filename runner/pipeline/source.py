@@ -8,7 +8,9 @@ Pulling, rendering and semver selection are the shared core's (``lockgate.artifa
 kustomization first (``overlays``). Nothing here writes to the cluster, so a refused
 artifact leaves the cluster as it was; the only cluster reads are the Secrets a Sync names
 (``spec.secretRef``, ``spec.verify.secretRef``, and ``spec.certSecretRef`` and
-``spec.proxySecretRef`` through ``transportrefs``), through ``secretrefs.SecretReader``.
+``spec.proxySecretRef`` through ``transportrefs``), through ``secretrefs.SecretReader``; an
+attestation requirement's keys are bound to their clusters there, and a quorum over keys bound
+to none is warned about once per process.
 """
 
 from __future__ import annotations

@@ -299,7 +299,8 @@ def test_the_same_cluster_attesting_twice_counts_once(
     v100 = fleet.push("1.0.0")
     fleet.attest(v100, "staging-eu-1", ago=7200)
     fleet.attest(v100, "staging-eu-1", ago=3600)  # again, a new statement
-    fleet.attest(v100, "staging-eu-1", ago=3600, signer="staging-eu-2")  # another staging key claims it
+    # another staging key claims it: refused (its key is bound to staging-eu-2), it changes nothing
+    fleet.attest(v100, "staging-eu-1", ago=3600, signer="staging-eu-2")
     twice = fleet.run(fleet.canary(minClusters=2))
     assert twice.error is None and fleet.applied(CANARY) is None
     assert twice.waiting == f"1.0.0@{digest(v100)}: 1/2 of staging-* healthy for {SOAK}s"
