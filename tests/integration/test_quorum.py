@@ -398,7 +398,11 @@ def test_a_quorum_over_a_key_bound_to_no_cluster_counts_as_before_and_is_warned_
         assert fleet.run(shared).error is None
     warned = [r.getMessage() for r in caplog.records if "bound to no cluster" in r.getMessage()]
     key = f"Secret/{fleet.ns(CANARY, 'runner')}/shared-key[fleet.pub]"
-    assert len(warned) == 1 and warned[0].startswith(
+    said = (
         f"spec.verify.attestations[0].secretRef.name: {key} is bound to no cluster: it is trusted to attest "
         "for every cluster of the quorum"
     )
+    assert len(warned) == 1 and warned[0].startswith(said)
+    # lockgate reconcile says it on stderr
+    reconciled = cli(cluster, "--config", str(shared))
+    assert reconciled.code == 0 and said in reconciled.err, reconciled.err
