@@ -14,8 +14,8 @@ bytes and verifies with the key is reported ``unchanged``. Reading verifies ever
 among the referrers with a key policy and keeps those whose signature verifies and whose
 statement names exactly the digest (a statement copied from another artifact is refused),
 with the reason each other one did not count; a key bound to a cluster (``keybinding``) makes
-an attestation claiming another cluster one of those. With a keyless policy, bundles with a Sigstore
-certificate are verified against the policy's trusted root and identity instead
+an attestation claiming another cluster one of those. With a keyless policy, bundles with a
+Sigstore certificate are verified against the policy's trusted root and identity instead
 (``attest_keyless`` writes them); the runner's own attestations are signed with keys.
 Through a client with a cache (``serve``'s), each bundle's verdict is remembered by its
 referrer manifest digest and the policy (``judge``), and ``check_requirements`` reads the

@@ -107,8 +107,8 @@ class AttestationRequirement:
         "bindKeysToClusters",
         "With secretRef: bind each key to the cluster its entry names (<clusterName>.pub), so an "
         "attestation counts only for its key's cluster. true: every entry; false: none (any key for any "
-        "cluster); unset: the entries named after a cluster this requirement selects, and a warning "
-        "for the others.",
+        "cluster); unset: every entry when any is named after a cluster this requirement selects, else "
+        "none (a quorum then warns once).",
     )
     identity: str | None = attr(
         "identity", "Keyless: the attester's certificate identity (SAN), exactly (instead of a key)."
