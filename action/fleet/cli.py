@@ -36,6 +36,12 @@ REDRAW = "\x1b[H\x1b[2J"
     type=click.Path(path_type=Path),
     help="cosign public key of an attesting runner; repeat it for each runner (any one verifying counts).",
 )
+@click.option(
+    "--bind-keys-to-clusters",
+    "bind_keys",
+    is_flag=True,
+    help="Each --key file <clusterName>.pub attests for that cluster only (claims for others: unverified).",
+)
 @keyless_policy_options
 @click.option("--semver", metavar="RANGE", help="Only the tags in this semver range (e.g. '>=1.4.0').")
 @click.option(
@@ -48,6 +54,7 @@ REDRAW = "\x1b[H\x1b[2J"
 def fleet(
     url: str,
     key_paths: tuple[Path, ...],
+    bind_keys: bool,
     semver: str | None,
     last: int | None,
     watch: bool,
@@ -70,6 +77,7 @@ def fleet(
     request = commands.FleetRequest(
         url=url,
         keys=key_paths,
+        bind_keys=bind_keys,
         keyless=keyless_verify_options(None, keyless),
         semver=semver,
         last=last,

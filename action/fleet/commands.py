@@ -1,9 +1,11 @@
 """``lockgate fleet`` as library calls: whose word counts, one look at the registry, and ``--watch``.
 
-``policies`` turns ``--key`` (repeatable: one per attesting runner, any one verifying) and the
-keyless flags (as ``lockgate verify`` takes them) into the policies every attestation is
-checked against (``lockgate.fleet.evidence``); an attestation none of them verifies is shown
-as ``unverified``, never as healthy. ``read`` looks once; ``watch`` looks again every
+``policies`` turns ``--key`` (repeatable: one per attesting runner, any one verifying; with
+``--bind-keys-to-clusters`` a file ``<clusterName>.pub`` attests for that cluster only, as a
+Sync's Secret entries do, ``lockgate.signing.keybinding``) and the keyless flags (as
+``lockgate verify`` takes them) into the policies every attestation is checked against
+(``lockgate.fleet.evidence``); an attestation none of them verifies is shown as ``unverified``,
+never as healthy. ``read`` looks once; ``watch`` looks again every
 ``interval`` seconds until SIGINT or SIGTERM, through one ``Reader``, so a refresh fetches only
 the referrers it has not seen. A refresh that fails is shown and the next one tried.
 """
@@ -13,7 +15,7 @@ from __future__ import annotations
 import signal
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -26,6 +28,7 @@ if TYPE_CHECKING:
     from lockgate.fleet.matrix import Fleet
     from lockgate.registry import Reference
     from lockgate.signing.attest import AttestationPolicy
+    from lockgate.signing.policy import KeySetPolicy
 
 
 @dataclass(frozen=True)
@@ -35,6 +38,8 @@ class FleetRequest:
 
     url: str
     keys: tuple[Path, ...] = ()
+    #: ``--bind-keys-to-clusters``: a key file ``<clusterName>.pub`` attests for that cluster only
+    bind_keys: bool = False
     #: the keyless identity, as ``lockgate verify``'s flags give it (its ``key`` is unused)
     keyless: VerifyOptions = field(default_factory=VerifyOptions)
     semver: str | None = None
@@ -42,13 +47,11 @@ class FleetRequest:
 
 
 def policies(request: FleetRequest) -> list[AttestationPolicy]:
-    """The keys as one set (any one verifying), then the keyless identity; at least one."""
-    from lockgate.signing.policy import KeyPolicy, KeySetPolicy
-
+    """The keys as one set (any one verifying; with ``bind_keys`` each bound to the cluster its
+    file name names), then the keyless identity; at least one."""
     found: list[AttestationPolicy] = []
     if request.keys:
-        keys = tuple(KeyPolicy.from_file(path) for path in request.keys)
-        found.append(KeySetPolicy(keys, source=", ".join(str(p) for p in request.keys)))
+        found.append(_key_set(request))
     keyless = build_policy(request.keyless, VERIFY_FLAGS) if request.keyless.keyless else None
     if keyless is not None:
         found.append(keyless)
@@ -60,11 +63,33 @@ def policies(request: FleetRequest) -> list[AttestationPolicy]:
     return found
 
 
+def _key_set(request: FleetRequest) -> KeySetPolicy:
+    from lockgate.signing import keybinding
+    from lockgate.signing.policy import KeyPolicy, KeySetPolicy
+
+    read = [KeyPolicy.from_file(path) for path in request.keys]
+    clusters = keybinding.bound_to(
+        [path.name for path in request.keys], bind=request.bind_keys, selects=lambda _: False
+    )
+    bound = tuple(
+        replace(key, cluster=clusters[path.name]) for key, path in zip(read, request.keys, strict=True)
+    )
+    return KeySetPolicy(bound, source=", ".join(str(p) for p in request.keys))
+
+
 def warnings(request: FleetRequest) -> tuple[str, ...]:
-    """What to tell the user about the keyless identity (an unpinned GitHub workflow)."""
-    if not request.keyless.keyless:
-        return ()
-    return policy_warnings(build_policy(request.keyless, VERIFY_FLAGS), VERIFY_FLAGS)
+    """What to tell the user about the keys (several, bound to no cluster) and the keyless
+    identity (an unpinned GitHub workflow)."""
+    found: list[str] = []
+    if len(request.keys) > 1 and not request.bind_keys:
+        found.append(
+            f"{len(request.keys)} keys, bound to no cluster: each is trusted to attest for every "
+            "cluster, so one runner's key can show any cluster healthy; name each key file "
+            "<clusterName>.pub and pass --bind-keys-to-clusters"
+        )
+    if request.keyless.keyless:
+        found += policy_warnings(build_policy(request.keyless, VERIFY_FLAGS), VERIFY_FLAGS)
+    return tuple(found)
 
 
 def _selection(request: FleetRequest) -> Selection:

@@ -13,8 +13,9 @@ Writing the same statement twice adds nothing: a stored bundle whose payload is 
 bytes and verifies with the key is reported ``unchanged``. Reading verifies every bundle
 among the referrers with a key policy and keeps those whose signature verifies and whose
 statement names exactly the digest (a statement copied from another artifact is refused),
-with the reason each other one did not count. With a keyless policy, bundles with a Sigstore
-certificate are verified against the policy's trusted root and identity instead
+with the reason each other one did not count; a key bound to a cluster (``keybinding``) makes
+an attestation claiming another cluster one of those. With a keyless policy, bundles with a
+Sigstore certificate are verified against the policy's trusted root and identity instead
 (``attest_keyless`` writes them); the runner's own attestations are signed with keys.
 Through a client with a cache (``serve``'s), each bundle's verdict is remembered by its
 referrer manifest digest and the policy (``judge``), and ``check_requirements`` reads the
@@ -187,8 +188,9 @@ def judge(
         return _judge_keyless(bundles, digest, policy, cache)
     policies = _policies(policy)
     hints = tuple(_hint(p.key) for p in policies)
-    # a key's fingerprint includes its name: the Attestation's signer says which key verified it
-    key = ("key", tuple(zip(hints, (p.source for p in policies), strict=True)))
+    # a key's fingerprint includes its name (the Attestation's signer says which key verified
+    # it) and its cluster (a bound key refuses what an unbound one accepts)
+    key = ("key", tuple(zip(hints, ((p.source, p.cluster) for p in policies), strict=True)))
     found: list[Attestation] = []
     refused: list[Refusal] = []
     for bundled in bundles:
@@ -393,6 +395,9 @@ def _verified(
         return None  # a signature, not an attestation
     # the subject must be this very digest: a statement copied from another artifact is refused
     statement.check(envelope.payload_type, envelope.payload, digest=digest, predicate_type=predicate_type)
+    claimed = predicate.get("cluster") if isinstance(predicate, dict) else None
+    if isinstance(claimed, str):
+        signed_by = _bound_for(signed_by, policies, claimed)
     return Attestation(
         digest=digest,
         predicate_type=predicate_type,
@@ -400,6 +405,21 @@ def _verified(
         signer=f"key {keys.key_id(signed_by.key)} ({signed_by.source})",
         manifest_digest=bundled.manifest_digest,
         payload=envelope.payload,
+    )
+
+
+def _bound_for(signed_by: KeyPolicy, policies: Sequence[KeyPolicy], claimed: str) -> KeyPolicy:
+    """The key that verified, if it may attest for the ``claimed`` cluster (``keybinding``): the
+    same key may be in the set twice, bound to two clusters; else a ``VerificationError`` naming
+    the cluster the key is for and the one the statement claims."""
+    if signed_by.cluster is None or signed_by.cluster == claimed:
+        return signed_by
+    same = _hint(signed_by.key)
+    for policy in policies:
+        if policy.cluster in (None, claimed) and _hint(policy.key) == same:
+            return policy
+    raise VerificationError(
+        f"signed by the key for {signed_by.cluster} ({signed_by.source}), claims {claimed}"
     )
 
 

@@ -1,7 +1,8 @@
 """Verification policies: who must have signed, as values the CLI and the runner build.
 
-``KeyPolicy``: the signature must verify with this public key; ``KeySetPolicy``: with any
-one of these keys (a Secret of ``*.pub`` entries, as Flux). ``KeylessPolicy``: the
+``KeyPolicy``: the signature must verify with this public key (and, bound to a cluster, an
+attestation it signed may claim that cluster only); ``KeySetPolicy``: with any one of these
+keys (a Secret of ``*.pub`` entries, as Flux). ``KeylessPolicy``: the
 Sigstore certificate must chain to the trusted root and name this identity (a SAN) and
 OIDC issuer, exactly or by regular expression, and optionally the GitHub workflow-run
 claims (``lockgate.signing.github``: repository, ref, trigger, sha, workflow name, matched
@@ -77,6 +78,9 @@ class KeyPolicy:
     key: keys.PublicKey
     source: str = "the public key"
     check_repository: bool = True
+    #: the one cluster an attestation signed by this key may claim (its Secret entry
+    #: ``<clusterName>.pub``, ``lockgate.signing.keybinding``); None: any cluster
+    cluster: str | None = None
 
     @classmethod
     def from_file(cls, path: Path) -> KeyPolicy:

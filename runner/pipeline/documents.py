@@ -100,8 +100,16 @@ class AttestationRequirement:
     secret_ref: str | None = attr(
         "secretRef",
         "A Secret of the runner namespace whose every *.pub entry is a public key of the attester "
-        "(any one verifying suffices). Read at each pass.",
+        "(any one verifying suffices). Read at each pass. An entry named <clusterName>.pub binds its "
+        "key to that cluster (see bindKeysToClusters).",
         reference=True,
+    )
+    bind_keys_to_clusters: bool | None = attr(
+        "bindKeysToClusters",
+        "With secretRef: bind each key to the cluster its entry names (<clusterName>.pub), so an "
+        "attestation counts only for its key's cluster. true: every entry; false: none (any key for any "
+        "cluster); unset: every entry when any is named after a cluster this requirement selects, else "
+        "none (a quorum then warns once).",
     )
     identity: str | None = attr(
         "identity", "Keyless: the attester's certificate identity (SAN), exactly (instead of a key)."

@@ -2,7 +2,8 @@
 
 A Sync's ``spec.secretRef`` names a ``kubernetes.io/dockerconfigjson`` Secret (Flux's
 OCIRepository ``secretRef``) and ``spec.verify.secretRef`` a Secret whose every ``*.pub``
-entry is a cosign public key (Flux's ``verify.secretRef``). Both are read at each pass through
+entry is a cosign public key (Flux's ``verify.secretRef``; for ``verify.attestations[]``, each
+bound to the cluster its entry names, ``lockgate.signing.keybinding``). Both are read at each pass through
 the pass's ``Kube`` client, because Secrets rotate; their values live only in memory (never a
 file, never a message). Errors name ``Secret/NS/NAME`` and the Sync field to fix. A missing or
 unusable credentials Secret is an ``AuthError``; a keys Secret, a ``VerificationError``
@@ -14,10 +15,11 @@ from __future__ import annotations
 
 import base64
 import binascii
+from collections.abc import Callable
 
 from lockgate.errors import AuthError, LockgateError, UsageError, VerificationError
 from lockgate.registry import credentials
-from lockgate.signing import keys
+from lockgate.signing import keybinding, keys
 from lockgate.signing.keys import PrivateKey
 from lockgate.signing.policy import KeySetPolicy
 from runner.kube.client import Kube
@@ -34,6 +36,10 @@ TOKEN_ENTRY = "token"
 #: the shortest webhook or status page token accepted: an empty HMAC key authenticates
 #: anyone, and a short one can be guessed
 MIN_TOKEN_BYTES = 16
+
+
+def _nothing(name: str) -> bool:
+    return False
 
 
 def usable_token(data: dict[str, bytes], *, where: str, what: str) -> bytes:
@@ -105,8 +111,18 @@ class SecretReader:
             raise AuthError(f"{where}: {DOCKER_CONFIG_KEY} has no credentials for {host} ({has})")
         return found
 
-    def key_policy(self, name: str, *, field: str = KEYS_FIELD) -> KeySetPolicy:
-        """Every ``*.pub`` entry of Secret ``name`` as one policy: any key verifying suffices."""
+    def key_policy(
+        self,
+        name: str,
+        *,
+        field: str = KEYS_FIELD,
+        bind: bool | None = False,
+        selects: Callable[[str], bool] = _nothing,
+    ) -> KeySetPolicy:
+        """Every ``*.pub`` entry of Secret ``name`` as one policy: any key verifying suffices.
+
+        For attesters, ``bind`` and ``selects`` bind the keys to the clusters their entries
+        name (``keybinding``); an artifact's signing keys are bound to nothing."""
         where = self.where(name, field)
         data = self.read(name, field=field, error=VerificationError)
         pems = {key: value for key, value in data.items() if key.endswith(".pub")}
@@ -114,7 +130,8 @@ class SecretReader:
             entries = ", ".join(sorted(data)) or "none"
             raise VerificationError(f"{where}: has no *.pub entries (entries: {entries})")
         try:
-            return KeySetPolicy.from_pems(pems, source=f"Secret/{self.namespace}/{name}")
+            source = f"Secret/{self.namespace}/{name}"
+            return keybinding.key_set(pems, source=source, bind=bind, selects=selects)
         except UsageError as exc:
             raise VerificationError(f"{exc.message} ({field})") from None
 

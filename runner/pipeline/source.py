@@ -8,12 +8,15 @@ Pulling, rendering and semver selection are the shared core's (``lockgate.artifa
 kustomization first (``overlays``). Nothing here writes to the cluster, so a refused
 artifact leaves the cluster as it was; the only cluster reads are the Secrets a Sync names
 (``spec.secretRef``, ``spec.verify.secretRef``, and ``spec.certSecretRef`` and
-``spec.proxySecretRef`` through ``transportrefs``), through ``secretrefs.SecretReader``.
+``spec.proxySecretRef`` through ``transportrefs``), through ``secretrefs.SecretReader``; an
+attestation requirement's keys are bound to their clusters there, and a quorum over keys bound
+to none is warned about once per process.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import logging
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -71,6 +74,9 @@ class AttestationSpec:
     max_failures: int = 0
     #: the Runner's own clusterName, which never counts towards its quorum
     own_cluster: str | None = None
+    #: ``bindKeysToClusters``: bind ``secret_ref``'s keys to the clusters their entries name
+    #: (None: those named after a selected cluster; ``lockgate.signing.keybinding``)
+    bind_keys: bool | None = None
 
 
 class Waiting(Exception):
@@ -194,7 +200,7 @@ def _requirements(spec: SourceSpec, secrets: SecretReader | None) -> tuple[attes
             field = f"spec.verify.attestations[{number}].secretRef.name"
             if secrets is None:
                 raise UsageError(f"{field} names a Secret, but this pass has no cluster to read it from")
-            policy = secrets.key_policy(item.secret_ref, field=field)
+            policy = _attesters(secrets, item, field)
         if policy is None:
             raise UsageError(f"spec.verify.attestations[{number}]: set key or secretRef")
         need = None
@@ -213,6 +219,25 @@ def _requirements(spec: SourceSpec, secrets: SecretReader | None) -> tuple[attes
             )
         )
     return tuple(found)
+
+
+#: the unbound-key warnings already logged, so a pass every minute says it once
+_WARNED: set[str] = set()
+
+
+def _attesters(secrets: SecretReader, item: AttestationSpec, field: str) -> attest.KeyPolicies:
+    """An attestation requirement's key set, each key bound to the cluster its entry names as
+    ``bindKeysToClusters`` says; the warning about unbound keys is logged once per process."""
+    from lockgate.signing import keybinding
+
+    assert item.secret_ref is not None
+    selects = keybinding.selector(cluster=item.cluster, clusters=item.clusters)
+    policy = secrets.key_policy(item.secret_ref, field=field, bind=item.bind_keys, selects=selects)
+    warning = keybinding.unbound_warning(policy, quorum=bool(item.clusters), bind=item.bind_keys)
+    if warning is not None and f"{field}: {warning}" not in _WARNED:
+        _WARNED.add(f"{field}: {warning}")
+        logging.getLogger(__name__).warning("%s: %s", field, warning)
+    return policy
 
 
 def requirements(spec: SourceSpec, secrets: SecretReader | None) -> tuple[attest.Requirement, ...]:

@@ -324,6 +324,18 @@ def _attestations(
                 "name the cluster of an earlier stage"
             )
         min_clusters = _quorum(sync, number, own_cluster, healthy=healthy, messages=messages)
+        if item.bind_keys_to_clusters is not None and item.secret_ref is None:
+            messages.append(
+                f"{sync.where(('spec', 'verify', 'attestations', number, 'bindKeysToClusters'))}: "
+                f"{field}.bindKeysToClusters applies to secretRef, a Secret whose entries "
+                "<clusterName>.pub bind each key to its cluster: put the attesters' keys in one"
+            )
+        if item.clusters and item.key is not None:
+            warnings.append(
+                f"{where}: {field}: a quorum checked against one key (key) trusts it for every cluster "
+                f"of {', '.join(item.clusters)}: any runner holding it can attest healthy as all of them; "
+                "give each runner its own key, in a Secret of <clusterName>.pub entries (secretRef)"
+            )
         if not healthy and item.min_age:
             messages.append(
                 f"{where}: spec.verify.attestations[{number}].minAge applies to health attestations only"
@@ -353,6 +365,7 @@ def _attestations(
                 min_clusters=min_clusters,
                 max_failures=item.max_failures,
                 own_cluster=own_cluster,
+                bind_keys=item.bind_keys_to_clusters,
             )
         )
     return tuple(found), tuple(warnings)

@@ -10,7 +10,9 @@ unverified for the forged one (never healthy), nothing where no runner has been;
 ``--last`` and a tag select rows; with one key left out, that runner's attestations are
 unverified. A refresh through the same reader costs only the tag list, the HEADs and the
 referrers requests. ``--watch`` refreshes until SIGINT (exit 0), redrawing on a terminal.
-Keys and a keyless identity count side by side (the world's private Sigstore).
+Keys and a keyless identity count side by side (the world's private Sigstore). With
+``--bind-keys-to-clusters`` a key file ``<clusterName>.pub`` attests for that cluster only: one
+runner's claim for another cluster is unverified.
 """
 
 from __future__ import annotations
@@ -331,3 +333,37 @@ def test_a_keyless_attester_counts_by_its_identity(
     assert cells["edge-1"]["signers"] == [f"{DEFAULT_IDENTITY} (issuer {sigstore_stack.issuer})"]
     assert "someone@else.test" in cells["edge-2"]["reason"]
     assert cells["eu-1"]["since"] == runners.attestation("eu-1", v1)["healthyAt"]
+
+
+def test_bound_keys_show_a_runners_claim_for_another_cluster_as_unverified(
+    cluster: Cluster, registry: Registry, unique: str, tmp_path: Path
+) -> None:
+    runners = Runners(cluster, registry, unique, tmp_path, names=("eu-1", "us-1"))
+    url = runners.push("1.0.0")
+    at = dt.datetime.now(dt.UTC)
+    for claimed in ("eu-1", "us-1"):  # eu-1's runner signs for itself, then as us-1
+        predicate = attest.health_predicate(
+            cluster=claimed, sync="app", revision="1.0.0", healthy=True, at=at, objects={}
+        )
+        attest.attest_with_key(url, runners.keys["eu-1"], predicate_type=attest.HEALTHY, predicate=predicate)
+
+    loose = fleet(runners.url, *runners.key_flags(), "-o", "json")
+    assert loose.returncode == 0, loose.stderr
+    assert states(json.loads(loose.stdout)) == {"1.0.0": {"eu-1": "healthy", "us-1": "healthy"}}
+    assert "2 keys, bound to no cluster: each is trusted to attest for every cluster" in loose.stderr
+
+    bound = fleet(runners.url, *runners.key_flags(), "--bind-keys-to-clusters", "-o", "json")
+    assert bound.returncode == 0, bound.stderr
+    assert "bound to no cluster" not in bound.stderr
+    doc = json.loads(bound.stdout)
+    assert states(doc) == {"1.0.0": {"eu-1": "healthy", "us-1": "unverified"}}
+    forged = doc["revisions"][0]["clusters"]["us-1"]
+    assert forged["reason"].endswith(f"signed by the key for eu-1 ({runners.pub('eu-1')}), claims us-1")
+
+    # us-1's runner attests with its own key: now it counts
+    predicate = attest.health_predicate(
+        cluster="us-1", sync="app", revision="1.0.0", healthy=True, at=at, objects={}
+    )
+    attest.attest_with_key(url, runners.keys["us-1"], predicate_type=attest.HEALTHY, predicate=predicate)
+    again = fleet(runners.url, *runners.key_flags(), "--bind-keys-to-clusters", "-o", "json")
+    assert states(json.loads(again.stdout)) == {"1.0.0": {"eu-1": "healthy", "us-1": "healthy"}}

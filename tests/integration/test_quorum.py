@@ -299,7 +299,8 @@ def test_the_same_cluster_attesting_twice_counts_once(
     v100 = fleet.push("1.0.0")
     fleet.attest(v100, "staging-eu-1", ago=7200)
     fleet.attest(v100, "staging-eu-1", ago=3600)  # again, a new statement
-    fleet.attest(v100, "staging-eu-1", ago=3600, signer="staging-eu-2")  # another staging key claims it
+    # another staging key claims it: refused (its key is bound to staging-eu-2), it changes nothing
+    fleet.attest(v100, "staging-eu-1", ago=3600, signer="staging-eu-2")
     twice = fleet.run(fleet.canary(minClusters=2))
     assert twice.error is None and fleet.applied(CANARY) is None
     assert twice.waiting == f"1.0.0@{digest(v100)}: 1/2 of staging-* healthy for {SOAK}s"
@@ -354,3 +355,54 @@ def test_the_one_cluster_form_does_not_count_a_healthyat_in_the_future_either(
     assert skewed.waiting.endswith(" is in the future (clock skew): not counted")
     fleet.attest(v100, "staging-ap-1", ago=60)
     assert fleet.run(one).error is None and fleet.applied(CANARY) == "1.0.0"
+
+
+def test_one_staging_runners_key_cannot_attest_for_the_other_staging_clusters(
+    cluster: Cluster, registry: Registry, unique: str, tmp_path: Path
+) -> None:
+    # the staging keys Secret names each entry <clusterName>.pub: each key is bound to its cluster
+    fleet = Fleet(cluster, registry, unique, tmp_path)
+    v100 = fleet.push("1.0.0")
+    fleet.attest(v100, "staging-eu-1")
+    # staging-eu-1's runner is compromised: it signs "healthy" as three other staging clusters
+    for name in ("staging-eu-2", "staging-us-1", "staging-us-2"):
+        fleet.attest(v100, name, signer="staging-eu-1")
+    forged = fleet.run(fleet.canary())
+    assert forged.error is None and fleet.applied(CANARY) is None
+    key = f"Secret/{fleet.ns(CANARY, 'runner')}/staging-keys[staging-eu-1.pub]"
+    assert forged.waiting == (
+        f"1.0.0@{digest(v100)}: 1/4 of staging-* healthy for {SOAK}s; missing "
+        + ", ".join(
+            f"{name} (refused: signed by the key for staging-eu-1 ({key}), claims {name})"
+            for name in ("staging-eu-2", "staging-us-1", "staging-us-2")
+        )
+    )
+    # each of them attesting with its own key makes the quorum
+    for name in ("staging-eu-2", "staging-us-1", "staging-us-2"):
+        fleet.attest(v100, name)
+    assert fleet.run(fleet.canary()).error is None and fleet.applied(CANARY) == "1.0.0"
+
+
+def test_a_quorum_over_a_key_bound_to_no_cluster_counts_as_before_and_is_warned_about_once(
+    cluster: Cluster, registry: Registry, unique: str, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    # one key shared by the stage, in an entry named after no cluster: any claim it signs counts
+    fleet = Fleet(cluster, registry, unique, tmp_path)
+    v100 = fleet.push("1.0.0")
+    for name in STAGING[:2]:
+        fleet.attest(v100, name, signer="staging-eu-1")
+    shared = fleet.canary(minClusters=2, secretRef={"name": "shared-key"})
+    fleet.secret(CANARY, "shared-key", {"fleet.pub": (tmp_path / "staging-eu-1.pub").read_bytes()})
+    with caplog.at_level("WARNING"):
+        assert fleet.run(shared).error is None and fleet.applied(CANARY) == "1.0.0"
+        assert fleet.run(shared).error is None
+    warned = [r.getMessage() for r in caplog.records if "bound to no cluster" in r.getMessage()]
+    key = f"Secret/{fleet.ns(CANARY, 'runner')}/shared-key[fleet.pub]"
+    said = (
+        f"spec.verify.attestations[0].secretRef.name: {key} is bound to no cluster: it is trusted to attest "
+        "for every cluster of the quorum"
+    )
+    assert len(warned) == 1 and warned[0].startswith(said)
+    # lockgate reconcile says it on stderr
+    reconciled = cli(cluster, "--config", str(shared))
+    assert reconciled.code == 0 and said in reconciled.err, reconciled.err

@@ -1,13 +1,14 @@
 """The status page shows the fleet (issue 24 item 4), in a real browser against the world.
 
 Five runners of five clusterNames (ap-1, eu-1, eu-2, us-1, us-2; own namespaces and keys,
-tests/integration/fleet_support.py) attest release 1.0.0; eu-1 and eu-2 attest 1.1.0, and a
-key no runner holds signs "healthy in us-2" for 1.1.0. A ``lockgate serve`` for a sixth
+tests/integration/fleet_support.py) attest release 1.0.0; eu-1 and eu-2 attest 1.1.0, and the
+sixth runner's own key signs "healthy in us-2" for 1.1.0. A ``lockgate serve`` for that sixth
 cluster, production, requires healthy in eu-1 and in us-2, keys from a Secret holding every
 runner's public key, and attests with its own key. Its page shows, read from the registry:
 the clusters that attested the digest it runs (all five, and production itself), those that
 attested the digest it wants (eu-1 and eu-2 healthy, us-2 unverified: never healthy), and
-what the wanted digest waits for, requirement by requirement and cluster by cluster. Once
+what the wanted digest waits for, requirement by requirement and cluster by cluster. Its
+own key is bound to production, so its claim for us-2 is unverified too. Once
 us-2's runner attests 1.1.0, production moves to it by itself and the page follows. Chromium
 finds no CSP violation, axe-core no serious problem; screenshots in ``tests/.artifacts/web``.
 """
@@ -22,7 +23,7 @@ import pytest
 import requests
 from playwright.sync_api import expect
 
-from lockgate.signing import attest, keys
+from lockgate.signing import attest
 from tests.integration.fleet_support import CLUSTERS, Runners, digest
 from tests.integration.serve_support import start_serve, sync_doc
 from tests.integration.web_support import PHONE, axe_violations, browser, wait_until, watch
@@ -57,7 +58,8 @@ def test_the_page_shows_which_clusters_attested_and_what_a_waiting_sync_waits_fo
     v110 = runners.push("1.1.0")
     for name in ("eu-1", "eu-2"):
         assert runners.run(name).error is None
-    forger = keys.load_private_key(keys.generate_key_pair(b"x").private_pem, b"x")
+    # the production runner's own key signs for us-2: the page binds that key to production
+    forger = runners.keys[PRODUCTION]
     forged = attest.health_predicate(
         cluster="us-2", sync="app", revision="1.1.0", healthy=True, at=dt.datetime.now(dt.UTC), objects={}
     )
@@ -134,6 +136,9 @@ def test_the_page_shows_which_clusters_attested_and_what_a_waiting_sync_waits_fo
         assert us2["reason"].startswith("waiting for healthy in us-2: no healthy attestation for us-2")
         assert [(c["cluster"], c["state"]) for c in us2["clusters"]] == [("us-2", "unverified")]
         assert "not signed by" in us2["clusters"][0]["reason"]
+        assert wanted["cells"]["us-2"]["reason"].endswith(
+            f"signed by the key for {PRODUCTION} (this runner's key ({PRODUCTION})), claims us-2"
+        )
 
         with browser() as chromium:
             watched = watch(chromium, viewport={"width": 1400, "height": 1000})

@@ -96,7 +96,9 @@ def source_of(
     policies: list[AttestationPolicy] = [r.policy for r in requirements]
     if options.attest is not None:
         own = halves.of(kube_secrets, options.attest.secret_ref)
-        policies.append(KeyPolicy(own, f"this runner's key ({options.attest.cluster})"))
+        # it attests for its own cluster only: the page binds it there, as a Sync binds its keys
+        cluster = options.attest.cluster
+        policies.append(KeyPolicy(own, f"this runner's key ({cluster})", cluster=cluster))
     if not policies:
         return None
     return FleetSource(
@@ -120,7 +122,7 @@ def served_source(
 
 def _fingerprint(policy: AttestationPolicy) -> str:
     if isinstance(policy, KeyPolicy):
-        return "key " + keys.key_id(policy.key)
+        return "key " + keys.key_id(policy.key) + (f" for {policy.cluster}" if policy.cluster else "")
     if isinstance(policy, KeySetPolicy):
         return "keys " + " ".join(_fingerprint(p) for p in policy.keys)
     assert isinstance(policy, KeylessPolicy)

@@ -127,3 +127,48 @@ def test_a_quorum_that_cannot_be_met_is_refused_at_load(
         config.load(_file(tmp_path, requirement))
     assert f"syncs.yaml:{line}: " in caught.value.message
     assert message in caught.value.message
+
+
+def test_bind_keys_to_clusters_becomes_options(tmp_path: Path) -> None:
+    found = _requirement(_file(tmp_path, "        clusters: [staging-*]\n        minClusters: 2\n"))
+    assert found.bind_keys is None  # unset: the entries named after a selected cluster
+    bound = "        clusters: [staging-*]\n        minClusters: 2\n        bindKeysToClusters: true\n"
+    strict = _requirement(_file(tmp_path, bound))
+    assert strict.bind_keys is True
+
+
+def test_bind_keys_to_clusters_without_a_secret_of_keys_is_refused(tmp_path: Path) -> None:
+    from lockgate.signing import keys
+
+    key = tmp_path / "fleet.pub"
+    key.write_bytes(keys.generate_key_pair(b"x").public_pem)
+    path = _file(tmp_path, "")
+    path.write_text(
+        path.read_text().replace(
+            "      - secretRef: {name: fleet-keys}\n",
+            f"      - key: {key}\n        cluster: staging-a\n        bindKeysToClusters: true\n",
+        )
+    )
+    with pytest.raises(UsageError) as refused:
+        config.load(path)
+    assert (
+        f"{path}:17: Sync/web: spec.verify.attestations[0].bindKeysToClusters applies to secretRef"
+        in refused.value.message
+    )
+
+
+def test_a_quorum_over_one_key_file_is_warned_about(tmp_path: Path) -> None:
+    from lockgate.signing import keys
+
+    key = tmp_path / "fleet.pub"
+    key.write_bytes(keys.generate_key_pair(b"x").public_pem)
+    path = _file(tmp_path, "")
+    path.write_text(
+        path.read_text().replace(
+            "      - secretRef: {name: fleet-keys}\n",
+            f"      - key: {key}\n        clusters: [staging-*]\n        minClusters: 2\n",
+        )
+    )
+    (sync,) = config.load(path).syncs
+    (warning,) = sync.source.warnings
+    assert "a quorum checked against one key (key) trusts it for every cluster of staging-*" in warning
