@@ -49,7 +49,7 @@ def test_cosign_verifies_our_key_signature_after_a_runner_attested_health(
 
     accepted = cosign_verify(ref, ci_public, tmp_path)
     assert accepted.returncode == 0, accepted.stderr
-    claims = json.loads(accepted.stdout.splitlines()[0])
+    claims = json.loads(accepted.stdout)
     assert [c["critical"]["image"]["docker-manifest-digest"] for c in claims] == [digest_of(ref)]
     (tmp_path / "other").mkdir()
     refused = cosign_verify(ref, our_key_pair(tmp_path / "other")[2], tmp_path)
