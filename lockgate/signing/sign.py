@@ -120,7 +120,8 @@ def sign_with_key(
     if bundle_at is None:
         # written after the .sig layer: an interrupted signing leaves what cosign v2 and
         # Flux read, and signing again adds the missing bundle
-        bundle = statement.key_bundle(statement.build(digest, annotations=notes), key)
+        signed = statement.build(digest, name=ref.name, annotations=notes)
+        bundle = statement.key_bundle(signed, key)
         when = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
         predicate = statement.COSIGN_SIGN_PREDICATE
         store.write_bundle(client, ref.repository, digest, bundle, predicate_type=predicate, created=when)
@@ -157,7 +158,8 @@ def existing_key_bundle(
     annotations: dict[str, str],
 ) -> str | None:
     """Where a key bundle (cosign v3 ``sign --key``, or ours) for ``digest`` that verifies with
-    ``public_key`` and whose subject carries exactly ``annotations`` is stored, or None."""
+    ``public_key``, names no other repository and whose subject carries exactly
+    ``annotations`` is stored, or None."""
     for bundled in store.read_bundles(client, ref.repository, digest):
         if bundled.bundle is None or bundled.subject_digest != digest:
             continue
@@ -168,8 +170,9 @@ def existing_key_bundle(
             statement.verify_key_bundle(document, public_key, digest=digest)
         except (VerificationError, ValueError):
             continue
-        payload = statement.envelope_of(document).payload
-        if statement.subject_annotations(payload, digest=digest) == annotations:
+        subject = statement.subject_for(statement.envelope_of(document).payload, digest=digest) or {}
+        notes = subject.get("annotations") or {}
+        if subject.get("name", ref.name) == ref.name and notes == annotations:
             return str(ref.with_digest(bundled.manifest_digest))
     return None
 

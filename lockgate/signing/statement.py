@@ -95,9 +95,9 @@ def check(
     return predicate_type
 
 
-def subject_annotations(payload: bytes, *, digest: str) -> dict[str, str] | None:
-    """The annotations of the statement's subject for ``digest`` (empty if it has none), or
-    None when the statement names no such subject or is not readable."""
+def subject_for(payload: bytes, *, digest: str) -> dict[str, Any] | None:
+    """The statement's subject for ``digest`` (its ``name``, ``annotations``...), or None when
+    it names no such subject or is not readable. Call after the signature verified."""
     algorithm, _, hexdigest = digest.partition(":")
     try:
         doc = boundedjson.json_value(payload, "the signed statement", max_bytes=len(payload))
@@ -106,8 +106,7 @@ def subject_annotations(payload: bytes, *, digest: str) -> dict[str, str] | None
     subjects = doc.get("subject") if isinstance(doc, dict) else None
     for subject in subjects if isinstance(subjects, list) else []:
         if isinstance(subject, dict) and (subject.get("digest") or {}).get(algorithm) == hexdigest:
-            notes = subject.get("annotations") or {}
-            return {str(k): str(v) for k, v in notes.items()} if isinstance(notes, dict) else None
+            return subject
     return None
 
 
