@@ -14,6 +14,9 @@ import datetime as dt
 import json
 from pathlib import Path
 
+import pytest
+
+from lockgate.errors import VerificationError
 from lockgate.signing import attest, keys, layout, sign, store, verify
 from lockgate.signing.policy import KeyPolicy
 from tests.integration.signing_support import client_for, digest_of, push_artifact
@@ -63,6 +66,11 @@ def test_cosign_verifies_our_key_signature_after_a_runner_attested_health(
     # lockgate verify still reports the legacy signature, which Flux and cosign v2 read
     result = verify.verify(ref, KeyPolicy.from_file(ci_public))
     assert result.signature.startswith(f"signature 1 at {layout.signature_tag(digest_of(ref))}")
+    # cosign v3's verify takes a bundle of any predicate type for a signature (docs/promotion.md
+    # says to check the runner's key with verify-attestation); lockgate's counts signatures only
+    assert cosign_verify(ref, runner_public, tmp_path).returncode == 0
+    with pytest.raises(VerificationError, match="predicate type"):
+        verify.verify(ref, KeyPolicy.from_file(runner_public))
 
 
 def test_signing_again_adds_the_bundle_to_a_legacy_only_signature(
