@@ -21,7 +21,13 @@ from lockgate.signing import attest, keys, layout, sign, store, verify
 from lockgate.signing.policy import KeyPolicy
 from tests.integration.signing_support import client_for, digest_of, push_artifact
 from tests.integration.test_attest import cosign_verify_attestation
-from tests.integration.test_signing_cosign import cosign_sign, cosign_verify, our_key_pair
+from tests.integration.test_signing_cosign import (
+    cosign,
+    cosign_sign,
+    cosign_verify,
+    our_key_pair,
+    registry_ref,
+)
 from tests.world.registry import Registry
 
 
@@ -86,6 +92,12 @@ def test_signing_again_adds_the_bundle_to_a_legacy_only_signature(
     cosign_sign(ref, ci_private, tmp_path, "--new-bundle-format=false")
     attest_healthy(ref, runner_key)
     assert cosign_verify(ref, ci_public, tmp_path).returncode != 0
+    # what docs/promotion.md offers until then: cosign's flag to read the legacy layout
+    legacy_only = cosign(
+        "verify", "--key", str(ci_public), "--new-bundle-format=false", "--insecure-ignore-tlog=true",
+        "--allow-http-registry", registry_ref(ref), cwd=tmp_path,
+    )
+    assert legacy_only.returncode == 0, legacy_only.stderr
 
     again = sign.sign_with_key(ref, ci_key)
     assert again.status == "signed"
