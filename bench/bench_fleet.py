@@ -427,7 +427,8 @@ def write(rounds: dict[tuple[int, bool], Round], rows: list[BenchResult], name: 
         f"{time.strftime('%Y-%m-%d %H:%M:%S %Z')}; interval {INTERVAL:g}s, steady window {STEADY:g}s, "
         f"health wait [0, {SPREAD:g}]s, quorum as "
         f"{'one clusters/minClusters entry' if QUORUM_FIELDS else 'N verify.attestations[] entries'}.",
-        "How it measures: the docstring of `bench/bench_fleet.py`. Ratio = cache on / the row's peer, same run.",
+        "How it measures: the docstring of `bench/bench_fleet.py`. "
+        "Ratio = cache on / the row's peer, same run.",
         "",
         *markdown_table(rows),
         "",

@@ -29,16 +29,12 @@ failing attestation for the same cluster; or a quorum of clusters, ``lockgate.si
 
 from __future__ import annotations
 
-import base64
 import datetime as dt
-import hashlib
 import json
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
-
-from cryptography.hazmat.primitives import serialization
 
 from lockgate.errors import LockgateError, RegistryError, UsageError, VerificationError
 from lockgate.registry import Reference, RegistryClient, parse
@@ -73,19 +69,8 @@ def statement_bytes(name: str, digest: str, predicate_type: str, predicate: Json
     return json.dumps(doc, separators=(",", ":"), sort_keys=False).encode()
 
 
-def key_bundle(payload: bytes, key: keys.PrivateKey) -> bytes:
-    """A Sigstore bundle v0.3 around the DSSE envelope of ``payload``, signed with ``key``."""
-    signature = keys.sign(key, statement.pae(statement.PAYLOAD_TYPE, payload))
-    doc = {
-        "mediaType": BUNDLE_MEDIA_TYPE,
-        "verificationMaterial": {"publicKey": {"hint": _hint(key.public_key())}},
-        "dsseEnvelope": {
-            "payload": base64.b64encode(payload).decode(),
-            "payloadType": statement.PAYLOAD_TYPE,
-            "signatures": [{"sig": base64.b64encode(signature).decode()}],
-        },
-    }
-    return json.dumps(doc, separators=(",", ":")).encode()
+#: the DSSE bundle of a statement signed with a key (one builder for signatures and attestations)
+key_bundle = statement.key_bundle
 
 
 @dataclass(frozen=True)
@@ -151,12 +136,6 @@ def _policies(policy: KeyPolicies) -> tuple[KeyPolicy, ...]:
     return policy.keys if isinstance(policy, KeySetPolicy) else (policy,)
 
 
-def _hint(key: keys.PublicKey) -> str:
-    """The ``publicKey.hint`` ``key_bundle`` writes for ``key``: base64 of sha256 of its DER."""
-    der = key.public_bytes(serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo)
-    return base64.b64encode(hashlib.sha256(der).digest()).decode()
-
-
 def read(
     client: RegistryClient,
     repository: str,
@@ -187,7 +166,7 @@ def judge(
     if isinstance(policy, KeylessPolicy):
         return _judge_keyless(bundles, digest, policy, cache)
     policies = _policies(policy)
-    hints = tuple(_hint(p.key) for p in policies)
+    hints = tuple(statement.key_hint(p.key) for p in policies)
     # a key's fingerprint includes its name (the Attestation's signer says which key verified
     # it) and its cluster (a bound key refuses what an unbound one accepts)
     key = ("key", tuple(zip(hints, ((p.source, p.cluster) for p in policies), strict=True)))
@@ -414,9 +393,9 @@ def _bound_for(signed_by: KeyPolicy, policies: Sequence[KeyPolicy], claimed: str
     the cluster the key is for and the one the statement claims."""
     if signed_by.cluster is None or signed_by.cluster == claimed:
         return signed_by
-    same = _hint(signed_by.key)
+    same = statement.key_hint(signed_by.key)
     for policy in policies:
-        if policy.cluster in (None, claimed) and _hint(policy.key) == same:
+        if policy.cluster in (None, claimed) and statement.key_hint(policy.key) == same:
             return policy
     raise VerificationError(
         f"signed by the key for {signed_by.cluster} ({signed_by.source}), claims {claimed}"

@@ -1,12 +1,20 @@
 """Signing an artifact by digest, with a cosign key or keyless with Sigstore.
 
-Key signatures go to the legacy ``sha256-<hex>.sig`` manifest (what ``cosign verify --key``
-and Flux read), appended to any signatures already there. Signing again with the same key
-adds nothing: when a stored signature over the same payload (``.sig`` layer) or for the
-same digest (a cosign v3 ``--key`` bundle among the referrers) verifies with the key's
-public key, the artifact is reported ``already signed`` and nothing is written, as cosign's
-dupe detector does for the ``.sig`` layout. So CI re-runs never grow the signature
-manifest or the verifier's work.
+Key signatures are written in both of cosign's layouts: a layer of the legacy
+``sha256-<hex>.sig`` manifest (what Flux and cosign v2 read), appended to any signatures
+already there, and a cosign v3 key bundle (the ``https://sigstore.dev/cosign/sign/v1``
+statement in a DSSE envelope) as an OCI referrer. Both are needed: cosign v3's ``verify``
+reads only the referrers once any bundle refers to the digest, and a runner's health
+attestation is such a bundle, signed by another key; with the signature in the legacy
+layout only, ``cosign verify --key`` failed on every attested artifact.
+
+Signing again with the same key adds nothing: a ``.sig`` layer over the same payload that
+verifies with the key's public key, and a key bundle for the same digest (and annotations)
+that verifies with it, are reported ``already signed``, as cosign's dupe detector does. A
+cosign v3 key bundle alone also counts (cosign and Flux 2.8+ read it). When only the
+legacy layer is there (signed before both layouts were written, or by cosign with
+``--new-bundle-format=false``), signing again adds just the bundle. So CI re-runs never
+grow the signature manifest or the verifier's work.
 
 Keyless signatures are a Sigstore bundle of the cosign v3 in-toto statement, attached as
 an OCI 1.1 referrer. Each keyless signing is new evidence (a fresh ephemeral key, Fulcio
@@ -79,69 +87,79 @@ def sign_with_key(
     client: RegistryClient | None = None,
     annotations: dict[str, str] | None = None,
 ) -> SignedArtifact:
-    """Sign the manifest ``reference`` names with ``key`` and add the signature to its ``.sig`` tag."""
+    """Sign the manifest ``reference`` names with ``key``: a layer of its ``.sig`` tag and a
+    key bundle among its referrers, each written unless an equivalent one is there."""
     ref = by_digest(reference)
     client = client or RegistryClient.for_reference(ref)
     digest = client.resolve(ref)
+    notes = dict(annotations or {})
     payload = simplesigning.encode(
-        simplesigning.SimpleSigning(
-            docker_reference=ref.name, manifest_digest=digest, annotations=annotations or {}
-        )
+        simplesigning.SimpleSigning(docker_reference=ref.name, manifest_digest=digest, annotations=notes)
     )
-    signer = f"key {keys.key_id(key.public_key())}"
-    existing = existing_key_signature(
-        client, ref, digest, key.public_key(), payload=payload, bundles_count=not annotations
-    )
-    if existing is not None:
+    public = key.public_key()
+    signer = f"key {keys.key_id(public)}"
+    legacy = store.read_legacy(client, ref.repository, digest)
+    legacy_at = str(ref.with_tag(layout.signature_tag(digest)))
+    legacy_signed = any(_same_legacy_signature(found, public, payload) for found in legacy)
+    bundle_at = existing_key_bundle(client, ref, digest, public, annotations=notes)
+    # a key bundle alone is the signature when there is no .sig manifest (cosign v3 signed
+    # it); where there is one, the key's layer belongs there too
+    if bundle_at is not None and (legacy_signed or not legacy):
         return SignedArtifact(
             reference=str(ref),
             digest=digest,
             mode="key",
             signer=signer,
-            stored_at=existing,
+            stored_at=legacy_at if legacy_signed else bundle_at,
             status="unchanged",
         )
-    signature = base64.b64encode(keys.sign(key, payload)).decode()
-    store.upload(client, ref.repository, payload)
-    store.write_legacy(client, ref.repository, digest, layout.signature_layer(payload, signature))
+    if not legacy_signed:
+        signature = base64.b64encode(keys.sign(key, payload)).decode()
+        store.upload(client, ref.repository, payload)
+        store.write_legacy(client, ref.repository, digest, layout.signature_layer(payload, signature))
+    if bundle_at is None:
+        # written after the .sig layer: an interrupted signing leaves what cosign v2 and
+        # Flux read, and signing again adds the missing bundle
+        signed = statement.build(digest, name=ref.name, annotations=notes)
+        bundle = statement.key_bundle(signed, key)
+        when = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        predicate = statement.COSIGN_SIGN_PREDICATE
+        store.write_bundle(client, ref.repository, digest, bundle, predicate_type=predicate, created=when)
     return SignedArtifact(
         reference=str(ref),
         digest=digest,
         mode="key",
         signer=signer,
-        stored_at=str(ref.with_tag(layout.signature_tag(digest))),
+        stored_at=legacy_at,
     )
 
 
-def existing_key_signature(
+def _same_legacy_signature(found: store.LegacySignature, public_key: keys.PublicKey, payload: bytes) -> bool:
+    """Whether a ``.sig`` layer is equivalent to signing ``payload`` with ``public_key``'s key,
+    as cosign's dupe detector decides: its payload is these very bytes (same digest,
+    docker-reference and annotations) and its signature verifies with the key. Anything
+    unreadable or not verifying is no match: then a new signature is written, never
+    skipped on a guess."""
+    if found.payload != payload or layout.CERTIFICATE_ANNOTATION in found.annotations:
+        return False
+    try:
+        keys.check_signature(public_key, base64.b64decode(found.signature_b64, validate=True), payload)
+    except (VerificationError, binascii.Error, ValueError):
+        return False
+    return True
+
+
+def existing_key_bundle(
     client: RegistryClient,
     ref: Reference,
     digest: str,
     public_key: keys.PublicKey,
     *,
-    payload: bytes,
-    bundles_count: bool = True,
+    annotations: dict[str, str],
 ) -> str | None:
-    """Where a signature equivalent to signing ``payload`` with ``public_key``'s key is
-    already stored, or None.
-
-    Equivalent, as cosign's dupe detector decides: a ``.sig`` layer whose payload is these
-    very bytes (same digest, same docker-reference, same annotations) and whose signature
-    verifies with the key. A cosign v3 key bundle among the referrers counts too when it
-    verifies with the key for ``digest`` (``bundles_count``; never when annotations are
-    asked for, which a bundle cannot carry). Anything unreadable or not verifying is no
-    match: then a new signature is written, never skipped on a guess.
-    """
-    for found in store.read_legacy(client, ref.repository, digest):
-        if found.payload != payload or layout.CERTIFICATE_ANNOTATION in found.annotations:
-            continue
-        try:
-            keys.check_signature(public_key, base64.b64decode(found.signature_b64, validate=True), payload)
-        except (VerificationError, binascii.Error, ValueError):
-            continue
-        return str(ref.with_tag(layout.signature_tag(digest)))
-    if not bundles_count:
-        return None
+    """Where a key bundle (cosign v3 ``sign --key``, or ours) for ``digest`` that verifies with
+    ``public_key``, names no other repository and whose subject carries exactly
+    ``annotations`` is stored, or None."""
     for bundled in store.read_bundles(client, ref.repository, digest):
         if bundled.bundle is None or bundled.subject_digest != digest:
             continue
@@ -152,7 +170,10 @@ def existing_key_signature(
             statement.verify_key_bundle(document, public_key, digest=digest)
         except (VerificationError, ValueError):
             continue
-        return str(ref.with_digest(bundled.manifest_digest))
+        subject = statement.subject_for(statement.envelope_of(document).payload, digest=digest) or {}
+        notes = subject.get("annotations") or {}
+        if subject.get("name", ref.name) == ref.name and notes == annotations:
+            return str(ref.with_digest(bundled.manifest_digest))
     return None
 
 

@@ -83,13 +83,19 @@ def check(claim: SimpleSigning, *, digest: str, repository: str | None) -> None:
             "it was made for another artifact and copied here"
         )
     if repository is not None:
-        claimed = strip_reference(claim.docker_reference)
-        if claimed != repository:
-            raise VerificationError(
-                f"the signature names repository {claimed!r}, expected {repository!r} (a mirror or an "
-                "oci-layout copy: name the repository it was copied from with --signed-repository, "
-                "spec.verify.signedRepository in a Sync)"
-            )
+        check_repository(claim.docker_reference, repository)
+
+
+def check_repository(reference: str, repository: str) -> None:
+    """Return if ``reference`` (a signature's claim, a tag or digest suffix ignored) names
+    ``repository``; raise if not."""
+    claimed = strip_reference(reference)
+    if claimed != repository:
+        raise VerificationError(
+            f"the signature names repository {claimed!r}, expected {repository!r} (a mirror or an "
+            "oci-layout copy: name the repository it was copied from with --signed-repository, "
+            "spec.verify.signedRepository in a Sync)"
+        )
 
 
 def strip_reference(reference: str) -> str:

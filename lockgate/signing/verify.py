@@ -124,16 +124,20 @@ def _verify_key(
         except VerificationError as exc:
             reasons.append(f"bundle {bundled.manifest_digest}: {exc.message}")
             continue
-        found = first(
-            f"bundle {bundled.manifest_digest}", functools.partial(_check_bundle, bundle, digest=digest)
-        )
+        check = functools.partial(_check_bundle, bundle, digest=digest, repository=signed or ref.name)
+        found = first(f"bundle {bundled.manifest_digest}", check)
         if found is not None:
             return found
     raise _refusal(ref, digest, reasons)
 
 
-def _check_bundle(bundle: dict[str, Any], policy: KeyPolicy, *, digest: str) -> None:
+def _check_bundle(bundle: dict[str, Any], policy: KeyPolicy, *, digest: str, repository: str) -> None:
     statement.verify_key_bundle(bundle, policy.key, digest=digest)
+    # lockgate names the repository in the statement's subject, as the legacy claim does;
+    # cosign v3's statement names none and is checked by digest only
+    name = (statement.subject_for(statement.envelope_of(bundle).payload, digest=digest) or {}).get("name")
+    if policy.check_repository and name is not None:
+        simplesigning.check_repository(str(name), repository)
 
 
 def _unique(items: list[str]) -> list[str]:

@@ -1,8 +1,8 @@
 """Helpers for the copy tests: a real Flux artifact, signed and attested, and a layout's reachable set.
 
 The artifact is pushed with the registry client (a tar+gzip layer holding one ConfigMap),
-signed with a key in cosign's legacy layout and attested healthy with another key (a
-referrer listed in the fallback index, the world's registry having no referrers API).
+signed with a key in both of cosign's layouts and attested healthy with another key (referrers
+listed in the fallback index, the world's registry having no referrers API).
 """
 
 from __future__ import annotations
@@ -64,10 +64,8 @@ def new_key() -> keys.PrivateKey:
 def signed_artifact(
     world: Registry, repo: str, tmp_path: Path, *, tag: str = "1.0.0", attested: bool = True
 ) -> Signed:
-    """Push, sign (key, legacy ``.sig``) and attest healthy (key, a referrer) one artifact.
-
-    cosign v3's ``verify`` reads only the referrers' bundles once there is one, so an artifact
-    the cosign CLI checks for the legacy key signature is pushed with ``attested=False``."""
+    """Push, sign (key: a legacy ``.sig`` layer and a key bundle referrer) and attest healthy
+    (another key, a referrer) one artifact; ``attested=False`` leaves out the attestation."""
     content = CONFIGMAP + f'  version: "{tag}"\n'.encode()
     url = push_artifact(world, repo, flux_layer(content), tag=tag)
     signer, attester = new_key(), new_key()

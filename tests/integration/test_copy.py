@@ -72,7 +72,7 @@ def test_copy_to_a_second_registry_keeps_key_signature_and_attestation(
     assert [(a.tag, a.digest) for a in first.artifacts] == [("1.0.0", signed.digest), ("0.9.0", plain.digest)]
     copied = first.artifacts[0]
     assert copied.cosign_tags == (layout.signature_tag(signed.digest),)
-    assert len(copied.referrers) == 1
+    assert len(copied.referrers) == 2  # the key signature's bundle and the health attestation
     mirrored = mirror.oci(f"mirrored/{unique}", ":1.0.0")
 
     # the key signature names the repository it was made for: the mirror is verified against it
@@ -90,6 +90,8 @@ def test_copy_to_a_second_registry_keeps_key_signature_and_attestation(
         client_for(mirror, f"mirrored/{unique}").get_manifest(f"mirrored/{unique}", index).digest
         == client_for(registry, unique).get_manifest(unique, index).digest
     )
+    accepted = cosign_verify(mirrored, signed.public, tmp_path)
+    assert accepted.returncode == 0, accepted.stderr
     accepted = cosign_verify(mirror.oci(f"mirrored/{unique}", ":0.9.0"), plain.public, tmp_path)
     assert accepted.returncode == 0, accepted.stderr
     assert plain.digest in accepted.stdout

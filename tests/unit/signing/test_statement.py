@@ -93,3 +93,20 @@ def test_key_bundle_refusals() -> None:
     keyless = {**good, "verificationMaterial": {"certificate": {"rawBytes": ""}}}
     with pytest.raises(VerificationError, match="keyless"):
         statement.verify_key_bundle(keyless, key.public_key(), digest=DIGEST)
+
+
+def test_a_named_annotated_statement_and_its_subject() -> None:
+    """What ``lockgate sign --key`` signs into its bundle: the repository as the subject's name
+    and the annotations where ``cosign sign -a`` puts them."""
+    payload = statement.build(DIGEST, name="reg.example/app", annotations={"build": "7"})
+    doc = json.loads(payload)
+    assert doc["subject"] == [
+        {"name": "reg.example/app", "digest": {"sha256": "ab" * 32}, "annotations": {"build": "7"}}
+    ]
+    assert statement.subject_for(payload, digest=DIGEST) == doc["subject"][0]
+    assert statement.subject_for(payload, digest=OTHER) is None
+    assert statement.subject_for(b"{", digest=DIGEST) is None
+    key = keys.load_private_key(keys.generate_key_pair(b"").private_pem, b"")
+    bundle = json.loads(statement.key_bundle(payload, key))
+    statement.verify_key_bundle(bundle, key.public_key(), digest=DIGEST)
+    assert bundle["verificationMaterial"]["publicKey"]["hint"] == statement.key_hint(key.public_key())
