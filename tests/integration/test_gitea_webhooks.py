@@ -4,7 +4,8 @@ No payload here is written by the test: a commit is pushed to a Gitea repository
 Gitea's own webhook sender signs and delivers its push event to ``/hook/SYNC``, and what
 Gitea recorded of each delivery (the request's headers, the answer's status) is read back
 from Gitea. The Runner's webhook token is the hook's secret; a hook with another secret is
-answered 401 and triggers nothing.
+answered 401 and triggers nothing. Branch and tag pushes, Gitea's Test Delivery and its
+``create`` event each trigger a pass named after the ref and commit Gitea sent.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from tests.integration.forge_support import commit_and_push
+from tests.integration.forge_support import commit_and_push, git
 from tests.integration.serve_support import Served, start_serve, sync_doc
 from tests.integration.test_serve import TOKEN, webhook_secret
 from tests.world.gitea import Gitea
@@ -106,5 +107,21 @@ def test_a_push_to_gitea_triggers_the_sync_its_webhook_names_and_a_wrong_secret_
         tested = wait_deliveries(gitea, right, 2)
         assert [d["response"]["status"] for d in tested] == [200, 200], tested[-1]["response"]
         assert triggers(served, 2) == [pushed, pushed], served.tail()
+
+        # ---- a tag pushed: Gitea's push (full ref) and, once subscribed, its create (short ref, sha)
+        subscribed = {"events": ["push", "create"]}
+        gitea.call("PATCH", f"/repos/{gitea.user}/{unique}/hooks/{right}", json=subscribed)
+        git(tmp_path / "src", "tag", "v1.0.0")
+        git(tmp_path / "src", "push", "--quiet", "origin", "refs/tags/v1.0.0")
+        tagged = wait_deliveries(gitea, right, 4)
+        assert sorted(d["event"] for d in tagged[2:]) == ["create", "push"], tagged[2:]
+        assert [d["response"]["status"] for d in tagged] == [200] * 4, [d["response"] for d in tagged]
+        assert sorted(triggers(served, 4)[2:]) == [
+            ("app", f"webhook: Gitea create v1.0.0@{sha[:12]}"),
+            ("app", f"webhook: Gitea push refs/tags/v1.0.0@{sha[:12]}"),
+        ], served.tail()
+        refused = wait_deliveries(gitea, wrong, 2)
+        assert [d["response"]["status"] for d in refused] == [401, 401], [d["response"] for d in refused]
+        assert {sync for sync, _ in triggers(served, 4)} == {"app"}, served.tail()
     finally:
         served.stop()
