@@ -62,7 +62,7 @@ def triggers(served: Served, count: int, timeout: float = 10) -> list[tuple[str,
         time.sleep(0.05)
 
 
-def test_a_push_to_gitea_triggers_the_sync_its_webhook_names_and_a_wrong_secret_nothing(
+def test_gitea_s_own_webhooks_trigger_the_sync_they_name_and_a_wrong_secret_nothing(
     cluster: Cluster, registry: Registry, gitea: Gitea, unique: str, tmp_path: Path
 ) -> None:
     runner_ns = f"{unique}-run"
