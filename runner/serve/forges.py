@@ -16,8 +16,8 @@ the request names the forge, and ``classify`` reads that forge's event header:
 - generic-hmac (``X-Signature: sha1|sha256|sha512=HEX``) and bearer (``Authorization:
   Bearer TOKEN``): read ``X-GitHub-Event`` when sent, else any request triggers.
 
-Other events of a known forge answer 200 and say they were ignored. A push names its ref and
-commit in the pass's reason, read from each forge's documented payload.
+Other events of a known forge answer 200 and say they were ignored. A push (and a Gitea
+create) names its ref and commit in the pass's reason, read from each forge's documented payload.
 """
 
 from __future__ import annotations
@@ -152,5 +152,6 @@ def _pushed(scheme: str, payload: Any) -> str:
                 commit = _text(target.get("hash")) if isinstance(target, dict) else ""
                 return _at(_text(new.get("name")), commit)
         return ""
-    # GitHub, GitLab, Gitea and Forgejo all name them ref and after
-    return _at(_text(payload.get("ref")), _text(payload.get("after")))
+    # GitHub, GitLab, Gitea and Forgejo all name them ref and after; Gitea's and Forgejo's
+    # create (a branch or tag made) names the short ref and its commit as sha
+    return _at(_text(payload.get("ref")), _text(payload.get("after")) or _text(payload.get("sha")))

@@ -5,6 +5,7 @@ where each comes from) is replayed, authenticated the way that vendor does it, o
 webhook listener of a real ``serve`` (a child process on the world's cluster). Docker Hub,
 Quay, Harbor, Nexus, GitLab, Gitea/Forgejo and Bitbucket are hosted services or servers
 that cannot run here; what they send is only an HTTP POST, which the test sends as they do.
+(Gitea also runs here: test_gitea_webhooks.py has the real one deliver its own webhooks.)
 The receivers' hook paths come from ``lockgate receivers``, which reads their Secrets.
 """
 

@@ -1,16 +1,22 @@
-"""A real Gitea: the forge of the forge tests (commit statuses, pull requests), on loopback.
+"""A real Gitea: the forge of the forge tests (commit statuses, pull requests, webhooks), on loopback.
 
 Built from the Go module proxy (``tests/world/pins.py``, SQLite through cgo, no web assets:
 the REST API renders none). ``start_gitea`` writes an ``app.ini`` (SQLite, install locked,
 no mail, no SSH server), migrates the database, creates an admin user and a token through
 Gitea's own CLI (``gitea admin user create`` / ``generate-access-token``), then serves
 HTTP. ``create_repo`` makes a repository through the REST API; Git pushes go over HTTP
-with the token. Nothing here imitates Gitea: every answer a test reads is Gitea's.
+with the token. Webhooks may call loopback (a ``serve`` of the test); Gitea's REST API has
+no delivery history, so ``deliveries`` reads Gitea's own record of them, its ``hook_task``
+table (what its web UI's "Recent Deliveries" shows). Nothing here imitates Gitea: every
+answer a test reads is Gitea's.
 """
 
 from __future__ import annotations
 
+import contextlib
+import json
 import secrets
+import sqlite3
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,6 +37,8 @@ class Gitea:
     url: str
     token: str
     process: Process
+    #: Gitea's SQLite database (its records of webhook deliveries)
+    database: Path
     user: str = USER
 
     @property
@@ -53,6 +61,21 @@ class Gitea:
         host = self.url.split("://", 1)[1]
         auth = f"{self.user}:{self.token}@" if with_token else ""
         return f"http://{auth}{host}/{self.user}/{name}.git"
+
+    def deliveries(self, hook_id: int) -> list[dict[str, Any]]:
+        """The finished deliveries of a webhook, oldest first, as Gitea recorded them: each
+        its ``event``, ``succeeded``, ``request`` (url, headers, body) and ``response``
+        (status, headers, body)."""
+        with contextlib.closing(sqlite3.connect(f"file:{self.database}?mode=ro", uri=True)) as db:
+            rows = db.execute(
+                "SELECT event_type, is_succeed, request_content, response_content FROM hook_task"
+                " WHERE hook_id = ? AND delivered > 0 AND response_content != '' ORDER BY id",
+                (hook_id,),
+            ).fetchall()
+        return [
+            {"event": event, "succeeded": bool(ok), "request": json.loads(req), "response": json.loads(resp)}
+            for event, ok, req, resp in rows
+        ]
 
     def stop(self) -> None:
         self.process.stop()
@@ -107,6 +130,15 @@ REPO_INDEXER_ENABLED = false
 
 [cron]
 ENABLED = false
+
+[webhook]
+; the webhook tests' receiver is a serve on loopback, which Gitea refuses by default (external only)
+ALLOWED_HOST_LIST = loopback
+
+[queue]
+; in memory: the default LevelDB queues poll with a backoff of up to 2 s, and a push goes
+; through two of them (push_update, webhook_sender) before its webhook is delivered
+TYPE = channel
 
 [actions]
 ENABLED = false
@@ -165,4 +197,4 @@ def start_gitea(workdir: Path) -> Gitea:
     wait_until(process, ready, timeout=60, what="serving its API")
     if len(token) < 20:
         raise WorldSetupError(f"gitea gave no access token; log:\n{log_tail(workdir / 'gitea.log')}")
-    return Gitea(url=url, token=token, process=process)
+    return Gitea(url=url, token=token, process=process, database=work / "data" / "gitea.db")
