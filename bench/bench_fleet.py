@@ -17,7 +17,7 @@ beyond 50 its checks outlast the interval here, so larger N are compared with ou
   ``INTERVAL`` on serve's cheap-check path (``source.current_digest``, which evaluates the
   policy). The quorum is N ``verify.attestations[]`` entries sharing one key-set policy (the
   N runners' public keys, as a Secret of ``*.pub`` entries): the referrers of a digest are
-  read once per check for all entries (``attest.check_requirements``), so it costs the
+  read once per check for all entries (``requirements.check_requirements``), so it costs the
   registry what one quorum entry (``clusters``/``minClusters``) costs. ``QUORUM_FIELDS``
   switches to that one entry when ``AttestationSpec`` has the fields.
 

@@ -69,7 +69,7 @@ class Evidence:
 
     def found(self, policy: int) -> Found:
         """What ``policy`` (its index) verified and refused, as ``attest.read`` says it, for
-        ``attest.evaluate``."""
+        ``requirements.evaluate``."""
         verified: list[Attestation] = []
         refused: list[Refusal] = []
         for _, per_policy in self.verdicts:

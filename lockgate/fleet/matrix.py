@@ -2,7 +2,7 @@
 
 Pure. A ``Claim`` is one health attestation as read (its cluster, healthy or failing, when, and
 whether it verified with a key or identity the reader trusts); ``cell`` decides what a cluster
-says about one digest, with the rule a downstream runner applies (``attest.evaluate``): a
+says about one digest, with the rule a downstream runner applies (``requirements.evaluate``): a
 verified failing attestation wins over a healthy one (nothing is ever deleted, so a digest
 that was healthy and later failed carries both), healthy counts from its earliest
 ``healthyAt``. A claim that verifies with no trusted key or identity is shown as

@@ -11,7 +11,7 @@ Pure: the input is what ``attest.read`` verified and refused for one digest, plu
 cluster names seen attesting other digests of the repository (so a cluster that has not
 attested this one yet can be named as missing); no I/O. ``cluster_states`` is each
 cluster's standing (healthy since, soaking, failing, clock-skewed, refused, not yet), for
-the runner's gate (``tally``, through ``attest.evaluate``) and for anything that shows a
+the runner's gate (``tally``, through ``requirements.evaluate``) and for anything that shows a
 fleet the same way.
 """
 

@@ -39,6 +39,7 @@ if TYPE_CHECKING:
     # cryptography and the signing modules cost start-up; imported when a pass verifies
     from lockgate.signing import attest
     from lockgate.signing.policy import Policy
+    from lockgate.signing.requirements import Requirement
 
 REVISION_ANNOTATION = "org.opencontainers.image.revision"
 SOURCE_ANNOTATION = "org.opencontainers.image.source"
@@ -190,8 +191,8 @@ def _revision(ref: registry.Reference, digest: str) -> str:
     return f"{ref.tag}@{digest}" if ref.tag and not ref.digest else digest
 
 
-def _requirements(spec: SourceSpec, secrets: SecretReader | None) -> tuple[attest.Requirement, ...]:
-    from lockgate.signing import attest
+def _requirements(spec: SourceSpec, secrets: SecretReader | None) -> tuple[Requirement, ...]:
+    from lockgate.signing.requirements import Requirement
 
     found = []
     for number, item in enumerate(spec.attestations):
@@ -210,7 +211,7 @@ def _requirements(spec: SourceSpec, secrets: SecretReader | None) -> tuple[attes
             selection = quorum.Selection(item.clusters, own=item.own_cluster)
             need = quorum.Quorum(selection, min_clusters=item.min_clusters, max_failures=item.max_failures)
         found.append(
-            attest.Requirement(
+            Requirement(
                 cluster=item.cluster,
                 policy=policy,
                 min_age=item.min_age,
@@ -240,7 +241,7 @@ def _attesters(secrets: SecretReader, item: AttestationSpec, field: str) -> atte
     return policy
 
 
-def requirements(spec: SourceSpec, secrets: SecretReader | None) -> tuple[attest.Requirement, ...]:
+def requirements(spec: SourceSpec, secrets: SecretReader | None) -> tuple[Requirement, ...]:
     """The attestations ``spec`` requires, their keys read from their Secrets (the status
     page checks the fleet against them too)."""
     return _requirements(spec, secrets)
@@ -249,7 +250,7 @@ def requirements(spec: SourceSpec, secrets: SecretReader | None) -> tuple[attest
 def choose(
     spec: SourceSpec,
     client: registry.RegistryClient,
-    requirements: tuple[attest.Requirement, ...],
+    requirements: tuple[Requirement, ...],
 ) -> tuple[registry.Reference, str, str]:
     """(reference, digest, what a newer version waits for) of the digest to apply.
 
@@ -257,7 +258,7 @@ def choose(
     version that meets them wins. ``Waiting`` when none does; a digest attested as failing
     is never chosen. What the newest refused digest waits for is said once every candidate
     looked at has been read, so a quorum can name the clusters that attested those but not it."""
-    from lockgate.signing import attest
+    from lockgate.signing.requirements import check_requirements
 
     ref = registry.parse(spec.url)
     if spec.semver:
@@ -274,7 +275,7 @@ def choose(
     chosen: tuple[registry.Reference, str] | None = None
     for candidate in candidates:
         digest = client.resolve(candidate)
-        verdicts = attest.check_requirements(
+        verdicts = check_requirements(
             client, candidate.repository, digest, requirements, now=now, reads=reads
         )
         if all(v.ok for v in verdicts):
@@ -287,7 +288,7 @@ def choose(
         return chosen[0], chosen[1], ""
     waits, digest = newest
     # every digest it needs was read above: no request is made again, and the verdicts are the same
-    verdicts = attest.check_requirements(client, waits.repository, digest, requirements, now=now, reads=reads)
+    verdicts = check_requirements(client, waits.repository, digest, requirements, now=now, reads=reads)
     reason = f"{_revision(waits, digest)}: " + "; ".join(v.reason for v in verdicts if not v.ok)
     if chosen is not None:
         return chosen[0], chosen[1], reason

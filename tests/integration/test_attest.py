@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from lockgate.errors import UsageError, VerificationError
-from lockgate.signing import attest, store
+from lockgate.signing import attest, requirements, store
 from lockgate.signing.policy import KeyPolicy
 from tests.integration.signing_support import client_for, digest_of, push_artifact
 from tests.integration.test_signing_cosign import cosign, our_key_pair, registry_ref
@@ -112,19 +112,19 @@ def test_requirements_cluster_age_and_failure(registry: Registry, unique: str, t
     policy = KeyPolicy(key.public_key(), "staging.pub")
     now = dt.datetime.now(dt.UTC)
     attest.attest_with_key(ref, key, predicate_type=attest.HEALTHY, predicate=healthy(at=now))
-    soak = attest.Requirement(cluster="staging", policy=policy, min_age=3600)
-    other = attest.Requirement(cluster="qa", policy=policy)
-    young, elsewhere = attest.check_requirements(client, unique, digest_of(ref), (soak, other), now=now)
+    soak = requirements.Requirement(cluster="staging", policy=policy, min_age=3600)
+    other = requirements.Requirement(cluster="qa", policy=policy)
+    young, elsewhere = requirements.check_requirements(client, unique, digest_of(ref), (soak, other), now=now)
     assert not young.ok and young.reason == "waiting for healthy in staging, 1h soak: 1h left"
     assert not elsewhere.ok and "only for staging" in elsewhere.reason
-    (old,) = attest.check_requirements(
+    (old,) = requirements.check_requirements(
         client, unique, digest_of(ref), (soak,), now=now + dt.timedelta(hours=1, seconds=1)
     )
     assert old.ok
     failing = healthy(at=now) | {"failedAt": attest.timestamp(now)}
     del failing["healthyAt"]
     attest.attest_with_key(ref, key, predicate_type=attest.UNHEALTHY, predicate=failing)
-    (excluded,) = attest.check_requirements(
+    (excluded,) = requirements.check_requirements(
         client, unique, digest_of(ref), (soak,), now=now + dt.timedelta(hours=2)
     )
     assert excluded.excluded and "failing" in excluded.reason

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from lockgate.errors import ExitCode
-from lockgate.signing import attest, store
+from lockgate.signing import attest, requirements, store
 from lockgate.signing.policy import KeylessPolicy, Match
 from tests.integration.signing_support import client_for, digest_of, push_artifact
 from tests.integration.test_promotion import World
@@ -58,8 +58,8 @@ def test_keyless_attestations_are_read_with_the_identity(
     assert stranger.attestations == [] and len(stranger.refused) == 1
 
     # the requirement a runner checks: any attestation of this type by that identity
-    need = attest.Requirement(cluster=None, policy=policy(sigstore_stack), predicate_type=QA)
-    (ok,) = attest.check_requirements(client, unique, digest_of(ref), (need,))
+    need = requirements.Requirement(cluster=None, policy=policy(sigstore_stack), predicate_type=QA)
+    (ok,) = requirements.check_requirements(client, unique, digest_of(ref), (need,))
     assert ok.ok
 
     # copied onto another digest: refused
@@ -68,7 +68,7 @@ def test_keyless_attestations_are_read_with_the_identity(
     store.write_bundle(
         client, unique, digest_of(other), bundle, predicate_type=QA, created="2026-01-01T00:00:00Z"
     )
-    (replayed,) = attest.check_requirements(
+    (replayed,) = requirements.check_requirements(
         client, unique, digest_of(other), (need,), now=dt.datetime.now(dt.UTC)
     )
     assert not replayed.ok and "another artifact" in replayed.reason

@@ -6,7 +6,7 @@ and of the digest it waits for, cluster by cluster (``lockgate.fleet``), each ch
 the keys and identities of its requirements and the key its own runner signs with; one that
 none of them verifies is shown as unverified, never as healthy. For a waiting sync, each
 requirement is shown with what it still waits for, cluster by cluster, in the words of
-``attest.evaluate`` (the same verdict a pass reaches).
+``requirements.evaluate`` (the same verdict a pass reaches).
 
 A sync's view is read on demand and kept for the sync's interval (or until its digests
 change), so a page that polls every two seconds costs the registry nothing in between; one
@@ -29,7 +29,7 @@ from typing import Any
 from lockgate import registry
 from lockgate.errors import LockgateError
 from lockgate.fleet import evidence, matrix
-from lockgate.signing import attest, keys
+from lockgate.signing import keys, requirements
 from lockgate.signing.attest import AttestationPolicy
 from lockgate.signing.policy import KeylessPolicy, KeyPolicy, KeySetPolicy
 from runner.kube.client import Kube
@@ -50,7 +50,7 @@ class FleetSource:
     repository: str
     #: the requirements' policies (requirement i has policy i), then the runner's own key
     policies: tuple[AttestationPolicy, ...]
-    requirements: tuple[attest.Requirement, ...]
+    requirements: tuple[requirements.Requirement, ...]
     interval: float
 
 
@@ -129,7 +129,7 @@ def _fingerprint(policy: AttestationPolicy) -> str:
     return repr(policy)
 
 
-def requirement_clusters(requirement: attest.Requirement, attested: Iterable[str]) -> list[str]:
+def requirement_clusters(requirement: requirements.Requirement, attested: Iterable[str]) -> list[str]:
     """The clusters a requirement waits for, one row each: its cluster, or a quorum's names and
     every ``attested`` cluster its patterns select (never the asking runner's own)."""
     if requirement.quorum is None:
@@ -139,9 +139,9 @@ def requirement_clusters(requirement: attest.Requirement, attested: Iterable[str
 
 
 def _requirement_json(
-    requirement: attest.Requirement, found: evidence.Evidence, index: int, now: dt.datetime
+    requirement: requirements.Requirement, found: evidence.Evidence, index: int, now: dt.datetime
 ) -> dict[str, Any]:
-    verdict = attest.evaluate(requirement, found.found(index), now=now)
+    verdict = requirements.evaluate(requirement, found.found(index), now=now)
     # this requirement's policy alone decides its clusters' cells
     alone = evidence.Evidence(found.digest, tuple((r, (v[index],)) for r, v in found.verdicts))
     cells = matrix.cells(alone.claims())

@@ -11,7 +11,7 @@ import datetime as dt
 
 import pytest
 
-from lockgate.signing import attest, quorum
+from lockgate.signing import attest, quorum, requirements
 from lockgate.signing.quorum import State
 
 NOW = dt.datetime(2026, 3, 1, 12, 0, tzinfo=dt.UTC)
@@ -194,12 +194,12 @@ def test_the_requirement_says_the_quorum_and_evaluate_excludes_a_refused_digest(
     from lockgate.signing.policy import KeyPolicy
 
     public = keys.load_private_key(keys.generate_key_pair(b"pw").private_pem, b"pw").public_key()
-    requirement = attest.Requirement(
+    requirement = requirements.Requirement(
         cluster=None,
         policy=KeyPolicy(public, "fleet.pub"),
         min_age=HOUR,
         quorum=need("staging-*", at_least=3),
     )
     assert requirement.describe() == "3 of staging-* healthy for 1h"
-    verdict = attest.evaluate(requirement, attest.Found([failing("staging-a")], []), now=NOW)
+    verdict = requirements.evaluate(requirement, attest.Found([failing("staging-a")], []), now=NOW)
     assert not verdict.ok and verdict.excluded and verdict.reason.startswith("refused: 1 of staging-*")

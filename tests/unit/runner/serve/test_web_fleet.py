@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from lockgate.errors import UsageError
-from lockgate.signing import attest, quorum
+from lockgate.signing import attest, quorum, requirements
 from runner.serve.web import fleet, view
 
 HEX = "ab" * 32
@@ -82,13 +82,13 @@ def test_keys_that_cannot_be_read_are_shown_and_tried_again() -> None:
 def test_a_quorum_waits_for_its_names_and_every_attesting_cluster_its_patterns_select() -> None:
     policy = keys_policy()
     selection = quorum.Selection(entries=("staging-*", "qa"), own="staging-eu-1")
-    wants = attest.Requirement(
+    wants = requirements.Requirement(
         cluster=None, policy=policy, quorum=quorum.Quorum(selection=selection, min_clusters=2)
     )
     attested = ["staging-us-1", "staging-eu-1", "production", "staging-ap-1"]
     # the runner's own cluster never counts, so it is no row either
     assert fleet.requirement_clusters(wants, attested) == ["qa", "staging-ap-1", "staging-us-1"]
-    one = attest.Requirement(cluster="staging", policy=policy)
+    one = requirements.Requirement(cluster="staging", policy=policy)
     assert fleet.requirement_clusters(one, attested) == ["staging"]
 
 
