@@ -18,7 +18,6 @@ import hashlib
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from lockgate import located, model, registry
 from lockgate.artifact.limits import Limits
@@ -28,19 +27,10 @@ from lockgate.redact import scrub
 from lockgate.registry import cloud
 from lockgate.signing.options import Spelling, VerifyOptions, build_policy, policy_warnings
 from runner.pipeline import decrypt, source, syncdoc
-from runner.pipeline.documents import (
-    API_VERSION,
-    KINDS,
-    RunnerDocument,
-    RunnerSettings,
-    SyncDocument,
-    WebhookSettings,
-)
+from runner.pipeline.documents import API_VERSION, SyncDocument
 from runner.pipeline.options import RESERVED_PREFIX, SyncOptions, runner_namespace
+from runner.pipeline.runnerdoc import KINDS, RunnerDocument, RunnerSettings, WebhookSettings
 from runner.plan import prune_plan
-
-if TYPE_CHECKING:
-    pass
 
 __all__ = [
     "API_VERSION",

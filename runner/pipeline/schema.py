@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 from lockgate import schema
-from runner.pipeline import documents
+from runner.pipeline import documents, runnerdoc
 
 SCHEMA_ID = "https://lockgate.dev/schemas/lockgate-config.schema.json"
 SCHEMA_FILE = Path("docs/lockgate-config.schema.json")
@@ -23,7 +23,7 @@ def config_schema() -> str:
     """The JSON Schema (draft 2020-12) of one document of a ``--config`` file, as checked in."""
     return schema.dumps(
         schema.json_schema(
-            [documents.SyncDocument, documents.RunnerDocument],
+            [documents.SyncDocument, runnerdoc.RunnerDocument],
             schema_id=SCHEMA_ID,
             title="lockgate --config file",
             description=(
@@ -56,7 +56,7 @@ def reference() -> str:
             schema.markdown_table(documents.SyncDocument),
             "## Runner",
             "",
-            schema.markdown_table(documents.RunnerDocument),
+            schema.markdown_table(runnerdoc.RunnerDocument),
         ]
     )
 

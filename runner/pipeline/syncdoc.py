@@ -25,12 +25,12 @@ from runner.pipeline import attesting, decrypt, eventfilter, notifications, over
 from runner.pipeline.documents import (
     AttestationRequirement,
     Notify,
-    RunnerSettings,
     SyncDocument,
     SyncSpec,
     Verify,
 )
 from runner.pipeline.options import ObjectRef, Schedule, SyncOptions
+from runner.pipeline.runnerdoc import RunnerSettings
 from runner.plan import deletion, drift, health_exprs, ignore, prune_plan
 
 if TYPE_CHECKING:

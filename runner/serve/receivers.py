@@ -30,7 +30,7 @@ from lockgate import registry
 from lockgate.errors import LockgateError, UsageError
 from runner.kube.client import Kube
 from runner.pipeline import secretrefs
-from runner.pipeline.documents import Receiver
+from runner.pipeline.runnerdoc import Receiver
 from runner.serve import proofs
 
 log = logging.getLogger("lockgate.serve.receivers")

@@ -21,7 +21,7 @@ from lockgate import registry
 from lockgate.errors import LockgateError, UsageError
 from runner.kube.client import Kube
 from runner.pipeline import secretrefs
-from runner.pipeline.documents import StatusPageSettings
+from runner.pipeline.runnerdoc import StatusPageSettings
 from runner.serve import listener
 from runner.serve.http import HttpServers, parse_address
 from runner.serve.scheduler import Outcome, SyncState

@@ -10,8 +10,8 @@ from lockgate.errors import UsageError
 from lockgate.manifests import ObjectKey
 from lockgate.signing.options import VerifyOptions
 from runner.pipeline import config
-from runner.pipeline.documents import StatusPageSettings
 from runner.pipeline.result import Result
+from runner.pipeline.runnerdoc import StatusPageSettings
 from runner.plan import history
 from runner.plan.health import Health, HealthStatus
 from runner.plan.inventory import Inventory
