@@ -275,7 +275,7 @@ COMPONENTS: dict[str, GoComponent] = {
             cgo=True,
         ),
         # the real Alertmanager the `alertmanager` notification provider posts to
-        # (tests/integration/test_notify_alertmanager.py asserts through its v2 API)
+        # (tests/integration/test_notify_alerts.py asserts through its v2 API)
         GoComponent(
             name="alertmanager",
             module="github.com/prometheus/alertmanager",
