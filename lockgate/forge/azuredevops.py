@@ -21,9 +21,9 @@ from lockgate.forge.base import (
     Action,
     Client,
     Credentials,
+    OnePullRequest,
     Proposal,
     PullRequest,
-    PullRequestError,
     Request,
     Status,
 )
@@ -33,6 +33,7 @@ API_VERSION = "7.1"
 GENRE = "lockgate"
 #: Azure DevOps refuses a pull request description over 4000 characters
 MAX_PR_DESCRIPTION = 4000
+_VERSION = {"api-version": API_VERSION}
 _STATE = {"pending": "pending", "success": "succeeded", "failure": "error"}
 
 
@@ -60,12 +61,13 @@ def status_request(repository: Repository, sha: str, status: Status, *, root: st
     return Request("POST", url, body)
 
 
-class PullRequests:
+class PullRequests(OnePullRequest):
+    # 409 TF401179: an active pull request for these branches exists
     def __init__(self, client: Client) -> None:
-        self.client = client
+        super().__init__(client)
         self.path = _repo_path(client.repository) + "/pullrequests"
 
-    def _find_open(self, proposal: Proposal) -> dict[str, Any] | None:
+    def find_open(self, proposal: Proposal) -> dict[str, Any] | None:
         found = self.client.call(
             "GET",
             self.path,
@@ -79,39 +81,31 @@ class PullRequests:
         values = found.get("value", []) if isinstance(found, dict) else []
         return dict(values[0]) if values else None
 
-    def _web_url(self, number: int) -> str:
-        repo = self.client.repository
-        return f"{repo.base_url}/{quote(repo.owner)}/_git/{quote(repo.name)}/pullrequest/{number}"
+    def open(self, proposal: Proposal) -> PullRequest:
+        payload: dict[str, Any] = {
+            **_text(proposal),
+            "sourceRefName": f"refs/heads/{proposal.branch}",
+            "targetRefName": f"refs/heads/{proposal.base}",
+            "labels": [{"name": name} for name in proposal.labels],
+        }
+        made = self.client.call("POST", self.path, ok=(201,), json=payload, params=_VERSION)
+        return PullRequest(*self.identify(made), Action.OPENED)
 
-    def ensure(self, proposal: Proposal, *, refresh: bool) -> PullRequest:
-        body = proposal.body
-        if len(body) > MAX_PR_DESCRIPTION:
-            body = body[: MAX_PR_DESCRIPTION - 1] + "…"
-        text = {"title": proposal.title, "description": body}
-        version = {"api-version": API_VERSION}
-        existing = self._find_open(proposal)
-        if existing is None:
-            payload: dict[str, Any] = {
-                **text,
-                "sourceRefName": f"refs/heads/{proposal.branch}",
-                "targetRefName": f"refs/heads/{proposal.base}",
-                "labels": [{"name": name} for name in proposal.labels],
-            }
-            try:
-                made = self.client.call("POST", self.path, ok=(201,), json=payload, params=version)
-                number = int(made["pullRequestId"])
-                return PullRequest(number, self._web_url(number), Action.OPENED)
-            except PullRequestError as exc:
-                # 409 TF401179: an active pull request for these branches exists (another run)
-                existing = self._find_open(proposal) if exc.status == 409 else None
-                if existing is None:
-                    raise
-        number = int(existing["pullRequestId"])
-        if not refresh:
-            return PullRequest(number, self._web_url(number), Action.UNCHANGED)
-        self.client.call("PATCH", f"{self.path}/{number}", json=text, params=version)
+    def identify(self, pull: dict[str, Any]) -> tuple[int, str]:
+        number = int(pull["pullRequestId"])
+        repo = self.client.repository
+        return number, f"{repo.base_url}/{quote(repo.owner)}/_git/{quote(repo.name)}/pullrequest/{number}"
+
+    def rewrite(self, number: int, pull: dict[str, Any], proposal: Proposal) -> None:
+        self.client.call("PATCH", f"{self.path}/{number}", json=_text(proposal), params=_VERSION)
         for name in proposal.labels:
             self.client.call(
-                "POST", f"{self.path}/{number}/labels", ok=(200, 201), json={"name": name}, params=version
+                "POST", f"{self.path}/{number}/labels", ok=(200, 201), json={"name": name}, params=_VERSION
             )
-        return PullRequest(number, self._web_url(number), Action.UPDATED)
+
+
+def _text(proposal: Proposal) -> dict[str, str]:
+    body = proposal.body
+    if len(body) > MAX_PR_DESCRIPTION:
+        body = body[: MAX_PR_DESCRIPTION - 1] + "…"
+    return {"title": proposal.title, "description": body}

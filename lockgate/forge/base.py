@@ -2,8 +2,9 @@
 
 A forge module (``github``, ``gitlab``, ``gitea``, ``bitbucket``, ``bitbucketserver``,
 ``azuredevops``) turns a ``Status`` into one documented REST request (pure: the runner's
-notification queue sends it) and keeps one pull/merge request current through ``Client``,
-the only place a forge's answer is read. ``Client`` sends the credential only in a header,
+notification queue sends it) and keeps one pull/merge request current as a
+``OnePullRequest`` (find, open, rewrite; a lost race to open it is recovered here, once for
+all forges) through ``Client``, the only place a forge's answer is read. ``Client`` sends the credential only in a header,
 trusts an extra CA when given one (in memory, through ``lockgate.tls``), and its errors
 name the forge, the call and the HTTP status, never the token.
 """
@@ -12,6 +13,7 @@ from __future__ import annotations
 
 import base64
 import ssl
+from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import Enum
@@ -103,6 +105,53 @@ class Proposer(Protocol):
     """A forge's ``PullRequests``: keeps the one pull request of a branch current."""
 
     def ensure(self, proposal: Proposal, *, refresh: bool) -> PullRequest: ...
+
+
+class OnePullRequest(ABC):
+    """How every forge keeps one pull request per branch: find the open one, else open it,
+    then rewrite its text only when ``refresh`` (a new commit was pushed).
+
+    Two runs may race to open it: the loser's forge answers one of ``conflict`` (409 on
+    most forges, 422 on GitHub), and the one the winner opened is found again and kept.
+    Each forge module says only how to find, open, name and rewrite one.
+    """
+
+    #: the HTTP statuses a forge answers when a pull request for the branch already exists
+    conflict: tuple[int, ...] = (409,)
+
+    def __init__(self, client: Client) -> None:
+        self.client = client
+
+    @abstractmethod
+    def find_open(self, proposal: Proposal) -> dict[str, Any] | None:
+        """The open pull request from ``proposal.branch`` into ``proposal.base``, if any."""
+
+    @abstractmethod
+    def open(self, proposal: Proposal) -> PullRequest:
+        """Open one (labels included); a ``PullRequestError`` carries the forge's status."""
+
+    @abstractmethod
+    def identify(self, pull: dict[str, Any]) -> tuple[int, str]:
+        """The number and web URL of a pull request as ``find_open`` returned it."""
+
+    @abstractmethod
+    def rewrite(self, number: int, pull: dict[str, Any], proposal: Proposal) -> None:
+        """Set the title, body and labels of an open pull request to ``proposal``'s."""
+
+    def ensure(self, proposal: Proposal, *, refresh: bool) -> PullRequest:
+        existing = self.find_open(proposal)
+        if existing is None:
+            try:
+                return self.open(proposal)
+            except PullRequestError as exc:
+                existing = self.find_open(proposal) if exc.status in self.conflict else None
+                if existing is None:
+                    raise
+        number, url = self.identify(existing)
+        if not refresh:
+            return PullRequest(number, url, Action.UNCHANGED)
+        self.rewrite(number, existing, proposal)
+        return PullRequest(number, url, Action.UPDATED)
 
 
 #: how each forge names its token in messages (the environment variable ``--pr`` reads)

@@ -20,9 +20,9 @@ from lockgate.forge.base import (
     Action,
     Client,
     Credentials,
+    OnePullRequest,
     Proposal,
     PullRequest,
-    PullRequestError,
     Request,
     Status,
 )
@@ -69,12 +69,14 @@ def description(proposal: Proposal) -> str:
     return f"{proposal.body}\n\nLabels: {', '.join(proposal.labels)}"
 
 
-class PullRequests:
+class PullRequests(OnePullRequest):
+    conflict = (400, 409)  # Bitbucket Cloud answers 400 for a second open pull request
+
     def __init__(self, client: Client) -> None:
-        self.client = client
+        super().__init__(client)
         self.path = _repo_path(client.repository) + "/pullrequests"
 
-    def _find_open(self, proposal: Proposal) -> dict[str, Any] | None:
+    def find_open(self, proposal: Proposal) -> dict[str, Any] | None:
         query = f'source.branch.name="{proposal.branch}" AND state="OPEN"'
         found = self.client.call("GET", self.path, params={"q": query})
         for pull in found.get("values", []) if isinstance(found, dict) else []:
@@ -82,28 +84,21 @@ class PullRequests:
                 return dict(pull)
         return None
 
-    def ensure(self, proposal: Proposal, *, refresh: bool) -> PullRequest:
-        text = {"title": proposal.title, "description": description(proposal)}
-        existing = self._find_open(proposal)
-        if existing is None:
-            payload = {
-                **text,
-                "source": {"branch": {"name": proposal.branch}},
-                "destination": {"branch": {"name": proposal.base}},
-            }
-            try:
-                made = self.client.call("POST", self.path, ok=(201,), json=payload)
-                return PullRequest(int(made["id"]), _link(made), Action.OPENED)
-            except PullRequestError as exc:
-                existing = self._find_open(proposal) if exc.status in (400, 409) else None
-                if existing is None:
-                    raise
-        number, url = int(existing["id"]), _link(existing)
-        if not refresh:
-            return PullRequest(number, url, Action.UNCHANGED)
-        self.client.call("PUT", f"{self.path}/{number}", json=text)
-        return PullRequest(number, url, Action.UPDATED)
+    def open(self, proposal: Proposal) -> PullRequest:
+        payload = {
+            **_text(proposal),
+            "source": {"branch": {"name": proposal.branch}},
+            "destination": {"branch": {"name": proposal.base}},
+        }
+        made = self.client.call("POST", self.path, ok=(201,), json=payload)
+        return PullRequest(*self.identify(made), Action.OPENED)
+
+    def identify(self, pull: dict[str, Any]) -> tuple[int, str]:
+        return int(pull["id"]), str(((pull.get("links") or {}).get("html") or {}).get("href", ""))
+
+    def rewrite(self, number: int, pull: dict[str, Any], proposal: Proposal) -> None:
+        self.client.call("PUT", f"{self.path}/{number}", json=_text(proposal))
 
 
-def _link(pull: dict[str, Any]) -> str:
-    return str(((pull.get("links") or {}).get("html") or {}).get("href", ""))
+def _text(proposal: Proposal) -> dict[str, str]:
+    return {"title": proposal.title, "description": description(proposal)}

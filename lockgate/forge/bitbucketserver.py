@@ -24,9 +24,9 @@ from lockgate.forge.base import (
     Action,
     Client,
     Credentials,
+    OnePullRequest,
     Proposal,
     PullRequest,
-    PullRequestError,
     Request,
     Status,
 )
@@ -60,12 +60,13 @@ def status_request(repository: Repository, sha: str, status: Status, *, root: st
     return Request("POST", f"{root}{_repo_path(repository)}/commits/{sha}/builds", body)
 
 
-class PullRequests:
+class PullRequests(OnePullRequest):
+    # 409 DuplicatePullRequestException
     def __init__(self, client: Client) -> None:
-        self.client = client
+        super().__init__(client)
         self.path = _repo_path(client.repository) + "/pull-requests"
 
-    def _find_open(self, proposal: Proposal) -> dict[str, Any] | None:
+    def find_open(self, proposal: Proposal) -> dict[str, Any] | None:
         found = self.client.call(
             "GET",
             self.path,
@@ -76,29 +77,25 @@ class PullRequests:
                 return dict(pull)
         return None
 
-    def ensure(self, proposal: Proposal, *, refresh: bool) -> PullRequest:
-        text = {"title": proposal.title, "description": bitbucket.description(proposal)}
-        existing = self._find_open(proposal)
-        if existing is None:
-            payload = {
-                **text,
-                "fromRef": {"id": f"refs/heads/{proposal.branch}"},
-                "toRef": {"id": f"refs/heads/{proposal.base}"},
-            }
-            try:
-                made = self.client.call("POST", self.path, ok=(201,), json=payload)
-                return PullRequest(int(made["id"]), _link(made), Action.OPENED)
-            except PullRequestError as exc:
-                existing = self._find_open(proposal) if exc.status == 409 else None
-                if existing is None:
-                    raise
-        number, url = int(existing["id"]), _link(existing)
-        if not refresh:
-            return PullRequest(number, url, Action.UNCHANGED)
-        self.client.call("PUT", f"{self.path}/{number}", json={**text, "version": existing.get("version", 0)})
-        return PullRequest(number, url, Action.UPDATED)
+    def open(self, proposal: Proposal) -> PullRequest:
+        payload = {
+            **_text(proposal),
+            "fromRef": {"id": f"refs/heads/{proposal.branch}"},
+            "toRef": {"id": f"refs/heads/{proposal.base}"},
+        }
+        made = self.client.call("POST", self.path, ok=(201,), json=payload)
+        return PullRequest(*self.identify(made), Action.OPENED)
+
+    def identify(self, pull: dict[str, Any]) -> tuple[int, str]:
+        links = (pull.get("links") or {}).get("self") or [{}]
+        return int(pull["id"]), str(links[0].get("href", ""))
+
+    def rewrite(self, number: int, pull: dict[str, Any], proposal: Proposal) -> None:
+        # Bitbucket Server refuses an update without the version it holds (optimistic locking)
+        self.client.call(
+            "PUT", f"{self.path}/{number}", json={**_text(proposal), "version": pull.get("version", 0)}
+        )
 
 
-def _link(pull: dict[str, Any]) -> str:
-    links = (pull.get("links") or {}).get("self") or [{}]
-    return str(links[0].get("href", ""))
+def _text(proposal: Proposal) -> dict[str, str]:
+    return {"title": proposal.title, "description": bitbucket.description(proposal)}

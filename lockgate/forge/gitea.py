@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from lockgate.forge import github
-from lockgate.forge.base import Action, Client, Credentials, Proposal, PullRequest
+from lockgate.forge.base import Action, Client, Credentials, OnePullRequest, Proposal, PullRequest
 from lockgate.forge.remote import Repository
 
 _PAGE = 50
@@ -32,12 +32,13 @@ def headers(credentials: Credentials) -> dict[str, str]:
 status_request = github.status_request
 
 
-class PullRequests:
+class PullRequests(OnePullRequest):
+    # 409 "pull request already exists for these targets"
     def __init__(self, client: Client) -> None:
-        self.client = client
+        super().__init__(client)
         self.path = github.repo_path(client.repository)
 
-    def _find_open(self, branch: str, base: str) -> dict[str, Any] | None:
+    def find_open(self, proposal: Proposal) -> dict[str, Any] | None:
         page = 1
         while True:
             found = self.client.call(
@@ -47,11 +48,28 @@ class PullRequests:
                 return None
             for pull in found:
                 head, into = pull.get("head") or {}, pull.get("base") or {}
-                if head.get("ref") == branch and into.get("ref") == base:
+                if head.get("ref") == proposal.branch and into.get("ref") == proposal.base:
                     return dict(pull)
             if len(found) < _PAGE:
                 return None
             page += 1
+
+    def open(self, proposal: Proposal) -> PullRequest:
+        payload = {**self._text(proposal), "head": proposal.branch, "base": proposal.base}
+        made = self.client.call("POST", f"{self.path}/pulls", ok=(201,), json=payload)
+        return PullRequest(*self.identify(made), Action.OPENED)
+
+    def identify(self, pull: dict[str, Any]) -> tuple[int, str]:
+        return int(pull["number"]), str(pull.get("html_url", ""))
+
+    def rewrite(self, number: int, pull: dict[str, Any], proposal: Proposal) -> None:
+        self.client.call("PATCH", f"{self.path}/pulls/{number}", ok=(200, 201), json=self._text(proposal))
+
+    def _text(self, proposal: Proposal) -> dict[str, Any]:
+        text: dict[str, Any] = {"title": proposal.title, "body": proposal.body}
+        if proposal.labels:
+            text["labels"] = self._label_ids(proposal.labels)
+        return text
 
     def _label_ids(self, names: tuple[str, ...]) -> list[int]:
         known: dict[str, int] = {}
@@ -65,17 +83,3 @@ class PullRequests:
                 )
                 known[name] = int(made["id"])
         return [known[name] for name in names]
-
-    def ensure(self, proposal: Proposal, *, refresh: bool) -> PullRequest:
-        existing = self._find_open(proposal.branch, proposal.base)
-        text = {"title": proposal.title, "body": proposal.body}
-        labels = {"labels": self._label_ids(proposal.labels)} if proposal.labels else {}
-        if existing is None:
-            payload = {**text, "head": proposal.branch, "base": proposal.base, **labels}
-            created = self.client.call("POST", f"{self.path}/pulls", ok=(201,), json=payload)
-            return PullRequest(int(created["number"]), str(created.get("html_url", "")), Action.OPENED)
-        number, url = int(existing["number"]), str(existing.get("html_url", ""))
-        if not refresh:
-            return PullRequest(number, url, Action.UNCHANGED)
-        self.client.call("PATCH", f"{self.path}/pulls/{number}", ok=(200, 201), json={**text, **labels})
-        return PullRequest(number, url, Action.UPDATED)

@@ -2,9 +2,9 @@
 
 Status: ``POST {api}/repos/OWNER/REPO/statuses/SHA`` with ``state`` (pending, success,
 failure), ``context``, ``description`` (GitHub keeps at most 140 characters) and
-``target_url``. Pull request: ``GET /repos/OWNER/REPO/pulls?head=OWNER:BRANCH&state=open``,
-then ``POST /pulls`` or ``PATCH /pulls/N``; labels through ``POST /issues/N/labels`` (a pull
-request is an issue). The API root is ``https://api.github.com``, or ``https://HOST/api/v3``
+``target_url``. Pull request: ``GET /repos/OWNER/REPO/pulls?head=OWNER:BRANCH&base=BASE&
+state=open``, then ``POST /pulls`` (422 when another run opened it meanwhile) or ``PATCH
+/pulls/N``; labels through ``POST /issues/N/labels`` (a pull request is an issue). The API root is ``https://api.github.com``, or ``https://HOST/api/v3``
 for a repository on another host (GitHub Enterprise Server).
 """
 
@@ -17,9 +17,9 @@ from lockgate.forge.base import (
     Action,
     Client,
     Credentials,
+    OnePullRequest,
     Proposal,
     PullRequest,
-    PullRequestError,
     Request,
     Status,
 )
@@ -58,56 +58,43 @@ def status_request(repository: Repository, sha: str, status: Status, *, root: st
     return Request("POST", f"{root}{repo_path(repository)}/statuses/{sha}", body)
 
 
-class PullRequests:
+class PullRequests(OnePullRequest):
+    conflict = (422,)  # "A pull request already exists for OWNER:BRANCH"
+
     def __init__(self, client: Client) -> None:
-        self.client = client
+        super().__init__(client)
         self.path = repo_path(client.repository)
 
-    def _find_open(self, branch: str) -> dict[str, Any] | None:
-        owner = self.client.repository.owner
+    def find_open(self, proposal: Proposal) -> dict[str, Any] | None:
+        head = f"{self.client.repository.owner}:{proposal.branch}"
         found = self.client.call(
-            "GET", f"{self.path}/pulls", params={"head": f"{owner}:{branch}", "state": "open"}
+            "GET", f"{self.path}/pulls", params={"head": head, "base": proposal.base, "state": "open"}
         )
-        return found[0] if isinstance(found, list) and found else None
+        return dict(found[0]) if isinstance(found, list) and found else None
 
-    def _open(self, proposal: Proposal) -> dict[str, Any] | None:
+    def open(self, proposal: Proposal) -> PullRequest:
         payload = {
             "title": proposal.title,
             "head": proposal.branch,
             "base": proposal.base,
             "body": proposal.body,
         }
-        try:
-            return dict(self.client.call("POST", f"{self.path}/pulls", ok=(201,), json=payload))
-        except PullRequestError as exc:
-            if exc.status == 422:  # "A pull request already exists": another run opened it meanwhile
-                return None
-            raise
+        made = self.client.call("POST", f"{self.path}/pulls", ok=(201,), json=payload)
+        number = int(made["number"])
+        self._label(number, proposal)
+        return PullRequest(number, str(made.get("html_url", "")), Action.OPENED)
+
+    def identify(self, pull: dict[str, Any]) -> tuple[int, str]:
+        return int(pull["number"]), str(pull.get("html_url", ""))
+
+    def rewrite(self, number: int, pull: dict[str, Any], proposal: Proposal) -> None:
+        self.client.call(
+            "PATCH", f"{self.path}/pulls/{number}", json={"title": proposal.title, "body": proposal.body}
+        )
+        self._label(number, proposal)
 
     def _label(self, number: int, proposal: Proposal) -> None:
         if proposal.labels:
             self.client.call(
                 "POST", f"{self.path}/issues/{number}/labels", json={"labels": list(proposal.labels)}
             )
-
-    def ensure(self, proposal: Proposal, *, refresh: bool) -> PullRequest:
-        existing = self._find_open(proposal.branch)
-        if existing is None:
-            created = self._open(proposal)
-            if created is not None:
-                opened = PullRequest(int(created["number"]), str(created.get("html_url", "")), Action.OPENED)
-                self._label(opened.number, proposal)
-                return opened
-            existing = self._find_open(proposal.branch)
-            if existing is None:
-                raise PullRequestError(
-                    f"github: a pull request from {proposal.branch} exists but is not listed as open"
-                )
-        number, url = int(existing["number"]), str(existing.get("html_url", ""))
-        if not refresh:
-            return PullRequest(number, url, Action.UNCHANGED)
-        self.client.call(
-            "PATCH", f"{self.path}/pulls/{number}", json={"title": proposal.title, "body": proposal.body}
-        )
-        self._label(number, proposal)
-        return PullRequest(number, url, Action.UPDATED)

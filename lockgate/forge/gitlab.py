@@ -19,9 +19,9 @@ from lockgate.forge.base import (
     Action,
     Client,
     Credentials,
+    OnePullRequest,
     Proposal,
     PullRequest,
-    PullRequestError,
     Request,
     Status,
 )
@@ -55,12 +55,13 @@ def status_request(repository: Repository, sha: str, status: Status, *, root: st
     return Request("POST", f"{root}{project_path(repository)}/statuses/{sha}", body)
 
 
-class PullRequests:
+class PullRequests(OnePullRequest):
+    # 409 "Another open merge request already exists for this source branch"
     def __init__(self, client: Client) -> None:
-        self.client = client
+        super().__init__(client)
         self.path = project_path(client.repository) + "/merge_requests"
 
-    def _find_open(self, proposal: Proposal) -> dict[str, Any] | None:
+    def find_open(self, proposal: Proposal) -> dict[str, Any] | None:
         found = self.client.call(
             "GET",
             self.path,
@@ -68,23 +69,20 @@ class PullRequests:
         )
         return dict(found[0]) if isinstance(found, list) and found else None
 
-    def ensure(self, proposal: Proposal, *, refresh: bool) -> PullRequest:
-        text: dict[str, Any] = {"title": proposal.title, "description": proposal.body}
-        if proposal.labels:
-            text["labels"] = ",".join(proposal.labels)
-        existing = self._find_open(proposal)
-        if existing is None:
-            payload = {**text, "source_branch": proposal.branch, "target_branch": proposal.base}
-            try:
-                made = self.client.call("POST", self.path, ok=(201,), json=payload)
-                return PullRequest(int(made["iid"]), str(made.get("web_url", "")), Action.OPENED)
-            except PullRequestError as exc:
-                # 409 "Another open merge request already exists for this source branch"
-                existing = self._find_open(proposal) if exc.status == 409 else None
-                if existing is None:
-                    raise
-        number, url = int(existing["iid"]), str(existing.get("web_url", ""))
-        if not refresh:
-            return PullRequest(number, url, Action.UNCHANGED)
-        self.client.call("PUT", f"{self.path}/{number}", json=text)
-        return PullRequest(number, url, Action.UPDATED)
+    def open(self, proposal: Proposal) -> PullRequest:
+        payload = {**_text(proposal), "source_branch": proposal.branch, "target_branch": proposal.base}
+        made = self.client.call("POST", self.path, ok=(201,), json=payload)
+        return PullRequest(*self.identify(made), Action.OPENED)
+
+    def identify(self, pull: dict[str, Any]) -> tuple[int, str]:
+        return int(pull["iid"]), str(pull.get("web_url", ""))
+
+    def rewrite(self, number: int, pull: dict[str, Any], proposal: Proposal) -> None:
+        self.client.call("PUT", f"{self.path}/{number}", json=_text(proposal))
+
+
+def _text(proposal: Proposal) -> dict[str, Any]:
+    text: dict[str, Any] = {"title": proposal.title, "description": proposal.body}
+    if proposal.labels:
+        text["labels"] = ",".join(proposal.labels)  # GitLab takes one comma-separated string
+    return text

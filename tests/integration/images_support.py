@@ -242,7 +242,8 @@ class GitHubStandIn:
     """A local HTTP endpoint standing in for GitHub's pull-request REST API; it records calls.
 
     It is not GitHub: it keeps open pull requests in a dict and answers the four calls
-    ``--pr`` makes (list by head, create, update) with the fields lockgate reads.
+    ``--pr`` makes (list by head, create, update) with the fields lockgate reads; a second
+    open pull request from one branch is refused with 422, as GitHub does.
     """
 
     calls: list[dict[str, object]] = field(default_factory=list)
@@ -278,12 +279,18 @@ class GitHubStandIn:
             return 404, {"message": "Not Found"}
         owner = parts[1]
         if method == "GET" and len(parts) == 4:
-            head = query.get("head", "")
+            head, base = query.get("head", ""), query.get("base")
             found = [
-                p for p in self.pulls.values() if f"{owner}:{p['head']}" == head and p["state"] == "open"
+                p
+                for p in self.pulls.values()
+                if f"{owner}:{p['head']}" == head and p["state"] == "open" and base in (None, p["base"])
             ]
             return 200, found
         if method == "POST" and len(parts) == 4 and isinstance(body, dict):
+            if any(p["head"] == body["head"] and p["state"] == "open" for p in self.pulls.values()):
+                # documented: 422 Validation Failed, "A pull request already exists for OWNER:BRANCH."
+                message = f"A pull request already exists for {owner}:{body['head']}."
+                return 422, {"message": "Validation Failed", "errors": [{"message": message}]}
             number = len(self.pulls) + 1
             pull = {
                 **body,

@@ -327,7 +327,7 @@ def test_pr_opens_then_updates_one_pull_request(
         assert "pull request #1 opened: https://github.test/pull/1" in first.out
         listing, created = github.calls
         assert listing["method"] == "GET" and listing["path"] == "/repos/acme/app/pulls"
-        assert listing["query"] == {"head": "acme:image-updates", "state": "open"}
+        assert listing["query"] == {"head": "acme:image-updates", "base": "main", "state": "open"}
         assert created["method"] == "POST"
         body = created["body"]
         assert isinstance(body, dict)

@@ -17,6 +17,10 @@ real services do. It keeps open pull requests in memory, per forge:
 - Azure DevOps: ``POST /:project/_apis/git/repositories/:repo/commits/:sha/statuses``;
   ``GET (searchCriteria.*)/POST .../pullrequests``, ``PATCH .../pullrequests/:id``,
   ``POST .../pullrequests/:id/labels``; every call carries ``api-version``.
+
+Opening a second pull request between the same two branches is refused as each forge
+documents it: GitLab, Bitbucket Server and Azure DevOps answer 409. Bitbucket Cloud does
+not document its answer, so its stand-in does not refuse.
 """
 
 from __future__ import annotations
@@ -104,6 +108,13 @@ class ForgeStandIn:
         self.pulls[number] = {"number": number, "open": True, **fields}
         return self.pulls[number]
 
+    def _twin(self, source: str, target: str, body: Json) -> int | None:
+        """The open pull request between the same two branches, which the forges refuse to open twice."""
+        for number, pull in self.pulls.items():
+            if pull["open"] and (pull.get(source), pull.get(target)) == (body.get(source), body.get(target)):
+                return number
+        return None
+
     def _gitlab(self, call: Call) -> tuple[int, Json]:
         match = re.search(r"/merge_requests(?:/(\d+))?$", call.path)
         if match is None:
@@ -118,6 +129,11 @@ class ForgeStandIn:
             ]
             return 200, found
         if call.method == "POST":
+            twin = self._twin("source_branch", "target_branch", call.body)
+            if twin is not None:  # documented: 409 and the existing merge request's reference
+                return 409, {
+                    "message": [f"Another open merge request already exists for this source branch: !{twin}"]
+                }
             pull = self._open({**call.body, "web_url": f"https://gitlab.test/mr/{len(self.pulls) + 1}"})
             return 201, {"iid": pull["number"], "web_url": pull["web_url"]}
         if call.method == "PUT" and match[1]:
@@ -158,6 +174,10 @@ class ForgeStandIn:
             ]
             return 200, {"values": found, "size": len(found), "isLastPage": True, "start": 0}
         if call.method == "POST":
+            if self._twin("fromRef", "toRef", call.body) is not None:
+                return 409, {"errors": [{"message": "Only one pull request may be open for a given source "
+                                         "and target branch", "exceptionName": "com.atlassian.bitbucket"
+                                         ".pull.DuplicatePullRequestException"}]}  # fmt: skip
             return 201, _server_pull(self._open({**call.body, "version": 0}))
         if call.method == "PUT" and match[1]:
             pull = self.pulls[int(match[1])]
@@ -189,6 +209,10 @@ class ForgeStandIn:
             pull["labels"] = [*pull.get("labels", []), call.body]
             return 200, {"name": call.body["name"], "active": True}
         if call.method == "POST":
+            twin = self._twin("sourceRefName", "targetRefName", call.body)
+            if twin is not None:
+                return 409, {"message": f"TF401179: An active pull request for the source and target branch "
+                                        f"already exists. Pull request ID: {twin}"}  # fmt: skip
             pull = self._open(call.body)
             return 201, {"pullRequestId": pull["number"], "status": "active"}
         if call.method == "PATCH" and match[1]:
