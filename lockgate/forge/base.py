@@ -4,9 +4,10 @@ A forge module (``github``, ``gitlab``, ``gitea``, ``bitbucket``, ``bitbucketser
 ``azuredevops``) turns a ``Status`` into one documented REST request (pure: the runner's
 notification queue sends it) and keeps one pull/merge request current as a
 ``OnePullRequest`` (find, open, rewrite; a lost race to open it is recovered here, once for
-all forges) through ``Client``, the only place a forge's answer is read. ``Client`` sends the credential only in a header,
-trusts an extra CA when given one (in memory, through ``lockgate.tls``), and its errors
-name the forge, the call and the HTTP status, never the token.
+all forges) through ``Client``, the only place a forge's answer is read. ``Client`` sends
+the credential only in a header, trusts an extra CA when given one (in memory, through
+``lockgate.tls``), and its errors name the forge, the call and the HTTP status, never the
+token.
 """
 
 from __future__ import annotations

@@ -4,8 +4,9 @@ Status: ``POST {api}/repos/OWNER/REPO/statuses/SHA`` with ``state`` (pending, su
 failure), ``context``, ``description`` (GitHub keeps at most 140 characters) and
 ``target_url``. Pull request: ``GET /repos/OWNER/REPO/pulls?head=OWNER:BRANCH&base=BASE&
 state=open``, then ``POST /pulls`` (422 when another run opened it meanwhile) or ``PATCH
-/pulls/N``; labels through ``POST /issues/N/labels`` (a pull request is an issue). The API root is ``https://api.github.com``, or ``https://HOST/api/v3``
-for a repository on another host (GitHub Enterprise Server).
+/pulls/N``; labels through ``POST /issues/N/labels`` (a pull request is an issue). The API
+root is ``https://api.github.com``, or ``https://HOST/api/v3`` for a repository on another
+host (GitHub Enterprise Server).
 """
 
 from __future__ import annotations
