@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from lockgate import forge
 from lockgate.errors import UsageError
 from lockgate.forge import remote
-from lockgate.forge.base import Action, Credentials, Proposal, Proposer, PullRequest, PullRequestError
+from lockgate.forge.base import Action, Credentials, OnePullRequest, Proposal, PullRequest, PullRequestError
 from lockgate.redact import scrub
 
 __all__ = ["Action", "Proposal", "PullRequest", "PullRequestError", "Target", "from_environment", "target"]
@@ -105,7 +105,7 @@ def target(env: Mapping[str, str], remote_url: str, chosen: str | None = None) -
 
 def from_environment(
     env: Mapping[str, str] | None = None, *, remote_url: str = "", chosen: str | None = None
-) -> Proposer:
+) -> OnePullRequest:
     """The forge's pull requests for the repository of ``remote_url``, with the job's token."""
     env = os.environ if env is None else env
     name = _forge_of(env, remote_url, chosen)

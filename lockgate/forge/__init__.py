@@ -14,7 +14,7 @@ from __future__ import annotations
 from types import ModuleType
 
 from lockgate.forge import azuredevops, bitbucket, bitbucketserver, gitea, github, gitlab
-from lockgate.forge.base import Client, Credentials, Proposer, Request, Status
+from lockgate.forge.base import Client, Credentials, OnePullRequest, Request, Status
 from lockgate.forge.remote import FORGES, ForgeName, Repository
 
 __all__ = ["FORGES", "ForgeName", "api_root", "module", "pull_requests", "status_request"]
@@ -55,11 +55,11 @@ def pull_requests(
     *,
     api_url: str | None = None,
     ca: bytes | None = None,
-) -> Proposer:
+) -> OnePullRequest:
     """The forge's ``PullRequests`` for one repository."""
     forge = module(repository.forge)
     client = Client(
         repository.forge, repository, api_root(repository, api_url), forge.headers(credentials), ca=ca
     )
-    proposer: Proposer = forge.PullRequests(client)
+    proposer: OnePullRequest = forge.PullRequests(client)
     return proposer

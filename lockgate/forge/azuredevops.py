@@ -18,12 +18,10 @@ from typing import Any
 from urllib.parse import quote
 
 from lockgate.forge.base import (
-    Action,
     Client,
     Credentials,
     OnePullRequest,
     Proposal,
-    PullRequest,
     Request,
     Status,
 )
@@ -81,15 +79,14 @@ class PullRequests(OnePullRequest):
         values = found.get("value", []) if isinstance(found, dict) else []
         return dict(values[0]) if values else None
 
-    def open(self, proposal: Proposal) -> PullRequest:
+    def create(self, proposal: Proposal) -> dict[str, Any]:
         payload: dict[str, Any] = {
             **_text(proposal),
             "sourceRefName": f"refs/heads/{proposal.branch}",
             "targetRefName": f"refs/heads/{proposal.base}",
             "labels": [{"name": name} for name in proposal.labels],
         }
-        made = self.client.call("POST", self.path, ok=(201,), json=payload, params=_VERSION)
-        return PullRequest(*self.identify(made), Action.OPENED)
+        return dict(self.client.call("POST", self.path, ok=(201,), json=payload, params=_VERSION))
 
     def identify(self, pull: dict[str, Any]) -> tuple[int, str]:
         number = int(pull["pullRequestId"])

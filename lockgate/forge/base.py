@@ -18,7 +18,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Any, Literal, Protocol
+from typing import Any, Literal
 
 import requests
 
@@ -102,12 +102,6 @@ class Proposal:
     labels: tuple[str, ...] = ()
 
 
-class Proposer(Protocol):
-    """A forge's ``PullRequests``: keeps the one pull request of a branch current."""
-
-    def ensure(self, proposal: Proposal, *, refresh: bool) -> PullRequest: ...
-
-
 class OnePullRequest(ABC):
     """How every forge keeps one pull request per branch: find the open one, else open it,
     then rewrite its text only when ``refresh`` (a new commit was pushed).
@@ -128,12 +122,13 @@ class OnePullRequest(ABC):
         """The open pull request from ``proposal.branch`` into ``proposal.base``, if any."""
 
     @abstractmethod
-    def open(self, proposal: Proposal) -> PullRequest:
-        """Open one (labels included); a ``PullRequestError`` carries the forge's status."""
+    def create(self, proposal: Proposal) -> dict[str, Any]:
+        """Open one (labels included) and return it as the forge answered; a refusal raises
+        ``PullRequestError`` with the forge's status."""
 
     @abstractmethod
     def identify(self, pull: dict[str, Any]) -> tuple[int, str]:
-        """The number and web URL of a pull request as ``find_open`` returned it."""
+        """The number and web URL of a pull request as ``find_open`` or ``create`` returned it."""
 
     @abstractmethod
     def rewrite(self, number: int, pull: dict[str, Any], proposal: Proposal) -> None:
@@ -143,7 +138,7 @@ class OnePullRequest(ABC):
         existing = self.find_open(proposal)
         if existing is None:
             try:
-                return self.open(proposal)
+                return PullRequest(*self.identify(self.create(proposal)), Action.OPENED)
             except PullRequestError as exc:
                 existing = self.find_open(proposal) if exc.status in self.conflict else None
                 if existing is None:

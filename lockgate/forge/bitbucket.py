@@ -17,12 +17,10 @@ from typing import Any
 from urllib.parse import quote
 
 from lockgate.forge.base import (
-    Action,
     Client,
     Credentials,
     OnePullRequest,
     Proposal,
-    PullRequest,
     Request,
     Status,
 )
@@ -84,14 +82,13 @@ class PullRequests(OnePullRequest):
                 return dict(pull)
         return None
 
-    def open(self, proposal: Proposal) -> PullRequest:
+    def create(self, proposal: Proposal) -> dict[str, Any]:
         payload = {
             **_text(proposal),
             "source": {"branch": {"name": proposal.branch}},
             "destination": {"branch": {"name": proposal.base}},
         }
-        made = self.client.call("POST", self.path, ok=(201,), json=payload)
-        return PullRequest(*self.identify(made), Action.OPENED)
+        return dict(self.client.call("POST", self.path, ok=(201,), json=payload))
 
     def identify(self, pull: dict[str, Any]) -> tuple[int, str]:
         return int(pull["id"]), str(((pull.get("links") or {}).get("html") or {}).get("href", ""))

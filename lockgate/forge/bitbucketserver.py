@@ -21,12 +21,10 @@ from urllib.parse import quote
 
 from lockgate.forge import bitbucket
 from lockgate.forge.base import (
-    Action,
     Client,
     Credentials,
     OnePullRequest,
     Proposal,
-    PullRequest,
     Request,
     Status,
 )
@@ -77,14 +75,13 @@ class PullRequests(OnePullRequest):
                 return dict(pull)
         return None
 
-    def open(self, proposal: Proposal) -> PullRequest:
+    def create(self, proposal: Proposal) -> dict[str, Any]:
         payload = {
             **_text(proposal),
             "fromRef": {"id": f"refs/heads/{proposal.branch}"},
             "toRef": {"id": f"refs/heads/{proposal.base}"},
         }
-        made = self.client.call("POST", self.path, ok=(201,), json=payload)
-        return PullRequest(*self.identify(made), Action.OPENED)
+        return dict(self.client.call("POST", self.path, ok=(201,), json=payload))
 
     def identify(self, pull: dict[str, Any]) -> tuple[int, str]:
         links = (pull.get("links") or {}).get("self") or [{}]

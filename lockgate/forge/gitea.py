@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from lockgate.forge import github
-from lockgate.forge.base import Action, Client, Credentials, OnePullRequest, Proposal, PullRequest
+from lockgate.forge.base import Client, Credentials, OnePullRequest, Proposal
 from lockgate.forge.remote import Repository
 
 _PAGE = 50
@@ -54,10 +54,9 @@ class PullRequests(OnePullRequest):
                 return None
             page += 1
 
-    def open(self, proposal: Proposal) -> PullRequest:
+    def create(self, proposal: Proposal) -> dict[str, Any]:
         payload = {**self._text(proposal), "head": proposal.branch, "base": proposal.base}
-        made = self.client.call("POST", f"{self.path}/pulls", ok=(201,), json=payload)
-        return PullRequest(*self.identify(made), Action.OPENED)
+        return dict(self.client.call("POST", f"{self.path}/pulls", ok=(201,), json=payload))
 
     def identify(self, pull: dict[str, Any]) -> tuple[int, str]:
         return int(pull["number"]), str(pull.get("html_url", ""))

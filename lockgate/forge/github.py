@@ -15,12 +15,10 @@ from typing import Any
 from urllib.parse import quote
 
 from lockgate.forge.base import (
-    Action,
     Client,
     Credentials,
     OnePullRequest,
     Proposal,
-    PullRequest,
     Request,
     Status,
 )
@@ -73,17 +71,16 @@ class PullRequests(OnePullRequest):
         )
         return dict(found[0]) if isinstance(found, list) and found else None
 
-    def open(self, proposal: Proposal) -> PullRequest:
+    def create(self, proposal: Proposal) -> dict[str, Any]:
         payload = {
             "title": proposal.title,
             "head": proposal.branch,
             "base": proposal.base,
             "body": proposal.body,
         }
-        made = self.client.call("POST", f"{self.path}/pulls", ok=(201,), json=payload)
-        number = int(made["number"])
-        self._label(number, proposal)
-        return PullRequest(number, str(made.get("html_url", "")), Action.OPENED)
+        made = dict(self.client.call("POST", f"{self.path}/pulls", ok=(201,), json=payload))
+        self._label(int(made["number"]), proposal)
+        return made
 
     def identify(self, pull: dict[str, Any]) -> tuple[int, str]:
         return int(pull["number"]), str(pull.get("html_url", ""))

@@ -16,12 +16,10 @@ from typing import Any
 from urllib.parse import quote
 
 from lockgate.forge.base import (
-    Action,
     Client,
     Credentials,
     OnePullRequest,
     Proposal,
-    PullRequest,
     Request,
     Status,
 )
@@ -69,10 +67,9 @@ class PullRequests(OnePullRequest):
         )
         return dict(found[0]) if isinstance(found, list) and found else None
 
-    def open(self, proposal: Proposal) -> PullRequest:
+    def create(self, proposal: Proposal) -> dict[str, Any]:
         payload = {**_text(proposal), "source_branch": proposal.branch, "target_branch": proposal.base}
-        made = self.client.call("POST", self.path, ok=(201,), json=payload)
-        return PullRequest(*self.identify(made), Action.OPENED)
+        return dict(self.client.call("POST", self.path, ok=(201,), json=payload))
 
     def identify(self, pull: dict[str, Any]) -> tuple[int, str]:
         return int(pull["iid"]), str(pull.get("web_url", ""))

@@ -3,8 +3,10 @@
 Between one run's list of open pull requests and its create, another run opens the pull
 request; the forge then refuses the second create (409 on Gitea, GitLab, Bitbucket Server
 and Azure DevOps, 422 on GitHub), and ``ensure`` must find the winner's pull request and
-update it rather than fail or open a second one. The race's timing is made by letting the
-loser's first list see nothing; the forge's answers are its own. Gitea is the real one
+update it rather than fail or open a second one. Nothing is replaced: two real clients
+interleave. The winner opens its pull request from a response hook (``requests``' public
+``hooks``) on the loser's session, right after the loser's first list has been answered,
+so the race happens at the same point on every run. Gitea is the real one
 (``tests/world/gitea.py``); GitHub, GitLab, Bitbucket Server and Azure DevOps cannot run
 here and are stood in by local HTTP endpoints implementing their documented calls,
 duplicate refusal included (``tests/world/forges.py``, ``images_support.GitHubStandIn``).
@@ -13,13 +15,15 @@ duplicate refusal included (``tests/world/forges.py``, ``images_support.GitHubSt
 from __future__ import annotations
 
 import base64
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
+import requests
 
 from lockgate.forge import pull_requests
-from lockgate.forge.base import Action, Credentials, OnePullRequest, Proposal, Proposer
+from lockgate.forge.base import Action, Credentials, OnePullRequest, Proposal, PullRequest
 from lockgate.forge.remote import repository
 from tests.integration.forge_support import git
 from tests.integration.images_support import GitHubStandIn
@@ -32,23 +36,22 @@ FIRST = Proposal("image-updates", "main", "Update from image update automation",
 SECOND = Proposal("image-updates", "main", "Update from image update automation", "second run", ("images",))
 
 
-def _losing_the_race(proposer: Proposer, monkeypatch: pytest.MonkeyPatch) -> list[Proposal]:
-    """``proposer``'s first list of open pull requests sees none: the winner opened its
-    pull request just after it. The lists it makes after that reach the forge."""
-    assert isinstance(proposer, OnePullRequest)
-    listed = proposer.find_open
-    seen: list[Proposal] = []
+def _race(loser: OnePullRequest, winner: Callable[[], PullRequest]) -> list[PullRequest]:
+    """Run ``winner`` once, just after the loser's first list of open pull requests is answered
+    (it saw none). Returns what the winner did, once it has run."""
+    won: list[PullRequest] = []
 
-    def find_open(proposal: Proposal) -> dict[str, Any] | None:
-        seen.append(proposal)
-        return None if len(seen) == 1 else listed(proposal)
+    def after_first_list(response: requests.Response, *args: Any, **kwargs: Any) -> requests.Response:
+        if not won and response.request.method == "GET":
+            won.append(winner())
+        return response
 
-    monkeypatch.setattr(proposer, "find_open", find_open)
-    return seen
+    loser.client.session.hooks["response"].append(after_first_list)
+    return won
 
 
 def test_the_loser_of_the_race_updates_the_pull_request_gitea_opened_for_the_winner(
-    gitea: Gitea, unique: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    gitea: Gitea, unique: str, tmp_path: Path
 ) -> None:
     url = gitea.create_repo(unique)
     work = tmp_path / "work"
@@ -66,14 +69,13 @@ def test_the_loser_of_the_race_updates_the_pull_request_gitea_opened_for_the_win
     repo = repository(gitea.clone_url(unique, with_token=False), "gitea")
     token = Credentials(token=gitea.token)
 
-    winner = pull_requests(repo, token).ensure(FIRST, refresh=True)
     loser = pull_requests(repo, token)
-    seen = _losing_the_race(loser, monkeypatch)
+    won = _race(loser, lambda: pull_requests(repo, token).ensure(FIRST, refresh=True))
     kept = loser.ensure(SECOND, refresh=True)
 
+    [winner] = won
     assert winner.action is Action.OPENED
     assert (kept.number, kept.url, kept.action) == (winner.number, winner.url, Action.UPDATED)
-    assert len(seen) == 2  # listed again after Gitea refused the second create
     [pull] = gitea.call("GET", f"/repos/{gitea.user}/{unique}/pulls", params={"state": "open"})
     assert (pull["number"], pull["body"]) == (winner.number, "second run")
     assert [label["name"] for label in pull["labels"]] == ["images"]
@@ -107,49 +109,58 @@ STAND_INS: dict[str, tuple[str, str, tuple[str, str], str]] = {
 
 
 @pytest.mark.parametrize("forge", sorted(STAND_INS))
-def test_the_loser_of_the_race_updates_the_winners_merge_request_on_the_stand_in(
-    forge: str, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_the_loser_of_the_race_updates_the_winners_merge_request_on_the_stand_in(forge: str) -> None:
     """GitLab, Bitbucket Server and Azure DevOps are stand-ins (tests/world/forges.py)."""
     remote, root, auth, token = STAND_INS[forge]
     repo = repository(remote, forge)  # type: ignore[arg-type]
     with ForgeStandIn(forge, auth).running() as stand_in:
         api = stand_in.url + root
-        winner = pull_requests(repo, Credentials(token=token), api_url=api).ensure(FIRST, refresh=True)
-        before = len(stand_in.calls)
+        calls_before_winner: list[int] = []
+
+        def winner() -> PullRequest:
+            calls_before_winner.append(len(stand_in.calls))
+            return pull_requests(repo, Credentials(token=token), api_url=api).ensure(FIRST, refresh=True)
+
         loser = pull_requests(repo, Credentials(token=token), api_url=api)
-        _losing_the_race(loser, monkeypatch)
+        won = _race(loser, winner)
         kept = loser.ensure(SECOND, refresh=True)
 
-    assert winner.action is Action.OPENED
-    assert (kept.number, kept.action) == (winner.number, Action.UPDATED)
+    [opened] = won
+    assert opened.action is Action.OPENED
+    assert (kept.number, kept.action) == (opened.number, Action.UPDATED)
     assert len(stand_in.pulls) == 1
-    answers = [(call.method, call.path.rsplit("/", 1)[-1]) for call in stand_in.calls[before:]]
-    assert answers[0][0] == "POST"  # refused: the winner's is open
-    assert answers[1][0] == "GET"  # found again
-    assert answers[2][0] in ("PUT", "PATCH")
-    assert str(stand_in.pulls[winner.number]["description"]).startswith("second run")
+    [first_list] = calls_before_winner
+    loser_calls = [stand_in.calls[first_list - 1], *stand_in.calls[first_list + 2 :]]
+    # the winner made two calls (list, create); the loser: list (empty), create (refused), list, rewrite
+    assert [call.method for call in loser_calls][:3] == ["GET", "POST", "GET"]
+    assert loser_calls[3].method in ("PUT", "PATCH")
+    assert str(stand_in.pulls[opened.number]["description"]).startswith("second run")
 
 
-def test_the_loser_of_the_race_updates_the_winners_pull_request_on_the_github_stand_in(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
+def test_the_loser_of_the_race_updates_the_winners_pull_request_on_the_github_stand_in() -> None:
     """GitHub is a stand-in (images_support.GitHubStandIn) that answers 422 to a second pull request."""
     repo = repository("https://github.com/acme/app.git", "github")
     unlabelled = [Proposal(p.branch, p.base, p.title, p.body) for p in (FIRST, SECOND)]
     with GitHubStandIn().running() as stand_in:
-        winner = pull_requests(repo, Credentials(token="ghs-race"), api_url=stand_in.url).ensure(
-            unlabelled[0], refresh=True
-        )
         loser = pull_requests(repo, Credentials(token="ghs-race"), api_url=stand_in.url)
-        _losing_the_race(loser, monkeypatch)
+        won = _race(
+            loser,
+            lambda: pull_requests(repo, Credentials(token="ghs-race"), api_url=stand_in.url).ensure(
+                unlabelled[0], refresh=True
+            ),
+        )
         kept = loser.ensure(unlabelled[1], refresh=True)
 
+    [winner] = won
     assert (kept.number, kept.action) == (winner.number, Action.UPDATED)
-    assert [(call["method"], call["path"]) for call in stand_in.calls[-3:]] == [
-        ("POST", "/repos/acme/app/pulls"),
-        ("GET", "/repos/acme/app/pulls"),
-        ("PATCH", f"/repos/acme/app/pulls/{winner.number}"),
+    pulls = "/repos/acme/app/pulls"
+    assert [(call["method"], call["path"]) for call in stand_in.calls] == [
+        ("GET", pulls),  # the loser's list: none yet
+        ("GET", pulls),  # the winner's list
+        ("POST", pulls),  # the winner's create
+        ("POST", pulls),  # the loser's create, refused with 422
+        ("GET", pulls),  # the loser lists again and finds the winner's
+        ("PATCH", f"{pulls}/{winner.number}"),
     ]
     assert len(stand_in.pulls) == 1
     assert stand_in.pulls[winner.number]["body"] == "second run"
