@@ -63,12 +63,19 @@ def _files(ns: str) -> dict[str, str]:
     return {"a.yaml": dump(namespace(ns), configmap("app", ns, {}))}
 
 
+def _readable(value: str) -> str:
+    """A header value as an eavesdropper reads it: Basic credentials decoded."""
+    if value.startswith("Basic "):
+        return value + " " + base64.b64decode(value.removeprefix("Basic ")).decode(errors="replace")
+    return value
+
+
 def _leaked(rec: Recorder, *tokens: str) -> list[str]:
-    """What reached the attacker carrying a token (in any header)."""
+    """What reached the attacker carrying a token (in any header, Basic decoded)."""
     return [
         f"{r.method} {r.path}"
         for r in rec.requests()
-        if any(token in value for value in r.headers.values() for token in tokens)
+        if any(token in _readable(value) for value in r.headers.values() for token in tokens)
     ]
 
 

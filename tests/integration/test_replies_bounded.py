@@ -97,14 +97,22 @@ def test_serve_stays_small_and_ready_while_a_provider_answers_without_end(
     )
     try:
         served.wait_sync_ready("web")
+        delivered = []
         for provider in ("gitea", "generic"):
-            served.wait_event(
-                lambda e, p=provider: e.get("provider") == p and str(e.get("msg", "")).startswith("notified"),
-                what=f"the {provider} notification delivered",
-                timeout=90,
-            )
+            try:
+                served.wait_event(
+                    lambda e, p=provider: (
+                        e.get("provider") == p and str(e.get("msg", "")).startswith("notified")
+                    ),
+                    what=f"the {provider} notification delivered",
+                    timeout=60,
+                )
+                delivered.append(provider)
+            except AssertionError:
+                pass
         peak = bombs.peak_mib(served.proc.pid)
         assert peak < PEAK_MIB, f"serve peaked at {peak:.0f} MiB ({peer.mode}); {peer.sent:,} bytes sent"
+        assert delivered == ["gitea", "generic"], served.tail()
         assert served.readyz().status_code == 200
         assert FORGE_TOKEN not in served.log.read_text()
         assert served.stop() == 0, served.tail()
