@@ -83,7 +83,8 @@ def _split(url: str) -> tuple[str, str, list[str]]:
         scheme = parts.scheme if parts.scheme in ("http", "https") else "https"
         # an ssh or git port is not the web server's
         port = f":{parts.port}" if parts.port and parts.scheme in ("http", "https") else ""
-        netloc, path = parts.hostname + port, parts.path
+        host = f"[{parts.hostname}]" if ":" in parts.hostname else parts.hostname  # IPv6
+        netloc, path = host + port, parts.path
     path = path.strip("/")
     if path.endswith(".git"):
         path = path[: -len(".git")]

@@ -253,10 +253,10 @@ def test_gitlab_bitbucket_server_and_azure_devops_tokens_stay_on_their_configure
             registry, f"{unique}/p-{name}", _files(f"{unique}-p{index}"), source=own, sha=SHA
         )
         platform_syncs.append(sync_doc(f"platform-{name}", url, runner_ns, notify=[pinned[index]]))
-        syncs_hostile = sync_doc(
-            f"hostile-{name}", syncs[index]["spec"]["url"], runner_ns, notify=[pinned[index]]
+        hostile = push_built_from(
+            registry, f"{unique}/h-{name}", _files(f"{unique}-h{index}"), source=forges[name][1], sha=SHA
         )
-        platform_syncs.append(syncs_hostile)
+        platform_syncs.append(sync_doc(f"hostile-{name}", hostile, runner_ns, notify=[pinned[index]]))
     config = write_config(tmp_path / "pinned.yaml", runner("east"), *platform_syncs)
 
     run = cli(cluster, "--config", str(config))
