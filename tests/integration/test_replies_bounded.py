@@ -17,9 +17,11 @@ through the same call), a registry's token service and its error bodies
 
 from __future__ import annotations
 
+import functools
 import subprocess
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -69,7 +71,12 @@ def _notifying_config(
 
 
 def test_reconcile_never_reads_a_notification_reply_it_does_not_need(
-    cluster: Cluster, registry: Registry, peer: EndlessPeer, unique: str, tmp_path: Path
+    cluster: Cluster,
+    registry: Registry,
+    peer: EndlessPeer,
+    unique: str,
+    tmp_path: Path,
+    record_property: Callable[[str, object], None],
 ) -> None:
     config, _ = _notifying_config(cluster, registry, peer, unique, tmp_path / "lockgate.yaml")
 
@@ -77,6 +84,7 @@ def test_reconcile_never_reads_a_notification_reply_it_does_not_need(
         "reconcile", "--config", str(config), f"--kubeconfig={cluster.kubeconfig}", timeout=240
     )
 
+    record_property("peak_mib", round(run.peak_mib))
     assert run.code == 0, run.err[-3000:]
     assert run.peak_mib < PEAK_MIB, f"peak {run.peak_mib:.0f} MiB ({peer.mode}); {peer.sent:,} bytes sent"
     statuses = peer.requests(f"/api/v1/repos/acme/app/statuses/{SHA}")
@@ -86,8 +94,17 @@ def test_reconcile_never_reads_a_notification_reply_it_does_not_need(
     assert FORGE_TOKEN not in run.err + run.out and HMAC_KEY not in run.err + run.out
 
 
+def _notified(provider: str, event: dict[str, Any]) -> bool:
+    return event.get("provider") == provider and str(event.get("msg", "")).startswith("notified")
+
+
 def test_serve_stays_small_and_ready_while_a_provider_answers_without_end(
-    cluster: Cluster, registry: Registry, peer: EndlessPeer, unique: str, tmp_path: Path
+    cluster: Cluster,
+    registry: Registry,
+    peer: EndlessPeer,
+    unique: str,
+    tmp_path: Path,
+    record_property: Callable[[str, object], None],
 ) -> None:
     config, _ = _notifying_config(cluster, registry, peer, unique, tmp_path / "docs.yaml")
     docs = [d for d in yaml.safe_load_all(config.read_text()) if d]
@@ -97,13 +114,11 @@ def test_serve_stays_small_and_ready_while_a_provider_answers_without_end(
     )
     try:
         served.wait_sync_ready("web")
-        delivered = []
+        delivered: list[str] = []
         for provider in ("gitea", "generic"):
             try:
                 served.wait_event(
-                    lambda e, p=provider: (
-                        e.get("provider") == p and str(e.get("msg", "")).startswith("notified")
-                    ),
+                    functools.partial(_notified, provider),
                     what=f"the {provider} notification delivered",
                     timeout=60,
                 )
@@ -111,6 +126,7 @@ def test_serve_stays_small_and_ready_while_a_provider_answers_without_end(
             except AssertionError:
                 pass
         peak = bombs.peak_mib(served.proc.pid)
+        record_property("peak_mib", round(peak))
         assert peak < PEAK_MIB, f"serve peaked at {peak:.0f} MiB ({peer.mode}); {peer.sent:,} bytes sent"
         assert delivered == ["gitea", "generic"], served.tail()
         assert served.readyz().status_code == 200
@@ -144,7 +160,12 @@ def _automation(git_remote: GitRemote, registry: Registry, unique: str, tmp_path
 
 
 def test_images_update_pr_refuses_an_endless_forge_reply_naming_the_api(
-    git_remote: GitRemote, registry: Registry, peer: EndlessPeer, unique: str, tmp_path: Path
+    git_remote: GitRemote,
+    registry: Registry,
+    peer: EndlessPeer,
+    unique: str,
+    tmp_path: Path,
+    record_property: Callable[[str, object], None],
 ) -> None:
     """The forge API (GitHub's, stood in by the endless peer) answers the pull-request lookup."""
     checkout = _automation(git_remote, registry, unique, tmp_path)
@@ -155,6 +176,7 @@ def test_images_update_pr_refuses_an_endless_forge_reply_naming_the_api(
         "images", "update", "--path", str(checkout), "--pr", "--branch", "image-updates", env=env, timeout=240
     )
 
+    record_property("peak_mib", round(run.peak_mib))
     assert run.peak_mib < PEAK_MIB, f"peak {run.peak_mib:.0f} MiB ({peer.mode}); {peer.sent:,} bytes sent"
     assert run.code == ExitCode.FAILURE, (run.code, run.err[-3000:])
     assert "github API GET /repos/acme/app/pulls" in run.err and peer.url in run.err, run.err[-3000:]
@@ -163,7 +185,7 @@ def test_images_update_pr_refuses_an_endless_forge_reply_naming_the_api(
 
 
 def test_a_cloud_token_service_answering_without_end_is_refused_naming_it(
-    peer: EndlessPeer, tmp_path: Path
+    peer: EndlessPeer, tmp_path: Path, record_property: Callable[[str, object], None]
 ) -> None:
     """AWS STS (a SaaS: the endless peer stands at its documented endpoint variable)."""
     web_identity = "eyJhbGciOiJSUzI1NiJ9.web-identity-token.signature"
@@ -178,6 +200,7 @@ def test_a_cloud_token_service_answering_without_end_is_refused_naming_it(
 
     run = bombs.lockgate("pull", reference, "--provider", "aws", "-O", str(tmp_path / "out"), env=env)
 
+    record_property("peak_mib", round(run.peak_mib))
     assert run.peak_mib < PEAK_MIB, f"peak {run.peak_mib:.0f} MiB ({peer.mode}); {peer.sent:,} bytes sent"
     assert run.code == ExitCode.AUTH, (run.code, run.err[-3000:])
     assert "STS AssumeRoleWithWebIdentity" in run.err and peer.url in run.err, run.err[-3000:]
@@ -188,7 +211,7 @@ def test_a_cloud_token_service_answering_without_end_is_refused_naming_it(
 
 @pytest.mark.parametrize("repo", ["app", "plain/app"], ids=["token-service", "error-body"])
 def test_a_registry_answering_without_end_is_refused_naming_it(
-    peer: EndlessPeer, tmp_path: Path, repo: str
+    peer: EndlessPeer, tmp_path: Path, repo: str, record_property: Callable[[str, object], None]
 ) -> None:
     """The registry is the endless peer itself: its token realm (after a Bearer challenge)
     or its error body never ends. A registry anyone can name is a peer like any other."""
@@ -200,6 +223,7 @@ def test_a_registry_answering_without_end_is_refused_naming_it(
         "pull", reference, "--insecure", "--creds", f"puller:{password}", "-O", str(tmp_path / "out")
     )
 
+    record_property("peak_mib", round(run.peak_mib))
     assert run.peak_mib < PEAK_MIB, f"peak {run.peak_mib:.0f} MiB ({peer.mode}); {peer.sent:,} bytes sent"
     assert run.code == ExitCode.REGISTRY, (run.code, run.err[-3000:])
     assert host in run.err, run.err[-3000:]
