@@ -131,7 +131,11 @@ def pin(
 
 
 def _same_repository(a: Repository, b: Repository) -> bool:
-    """The same repository whatever the URL form (https, ssh, scp-like; ports and case aside)."""
+    """The same repository whatever the URL form (https, ssh, scp-like; ports and case aside).
+
+    A GitLab project pinned by its numeric ID cannot be compared with a path without asking
+    GitLab: the host is compared, and the status goes to the pinned project whatever the
+    annotation says."""
 
     def key(r: Repository) -> tuple[str, str, str, str]:
         parts = urlsplit(r.base_url)
@@ -142,6 +146,8 @@ def _same_repository(a: Repository, b: Repository) -> bool:
             r.name.lower(),
         )
 
+    if a.by_id or b.by_id:
+        return key(a)[:2] == key(b)[:2]
     return key(a) == key(b)
 
 

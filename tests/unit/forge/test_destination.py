@@ -6,6 +6,7 @@ import pytest
 
 from lockgate import forge
 from lockgate.forge import destination
+from lockgate.forge.base import Credentials, Status
 from lockgate.forge.destination import PinError, Refused, Target
 from lockgate.forge.remote import ForgeName
 
@@ -159,3 +160,15 @@ def test_an_address_that_is_no_repository_of_the_forge_is_refused_at_load() -> N
         _pin("gitlab", "https://gitlab.example.com/just-a-group")
     with pytest.raises(PinError, match=r"^address: .*not an http"):
         _pin("gitea", "git@git.example.com:acme/app.git")
+
+
+def test_a_gitlab_project_pinned_by_its_id_as_flux_allows_takes_any_path_on_its_host() -> None:
+    pinned = _pin("gitlab", "https://gitlab.example.com/1234")
+    assert pinned.api_root == "https://gitlab.example.com/api/v4"
+    found = destination.target(pinned, "https://gitlab.example.com/acme/app.git", REVISION)
+    assert isinstance(found, Target) and found.repository.slug == "1234"
+    request = forge.status_request(
+        found.repository, SHA, Status("success", "ok", "c"), Credentials(token="t"), api_url=found.api_root
+    )
+    assert request.url == f"https://gitlab.example.com/api/v4/projects/1234/statuses/{SHA}"
+    assert isinstance(destination.target(pinned, "https://attacker.example/acme/app", REVISION), Refused)
