@@ -225,7 +225,10 @@ class Notify:
     address: str | None = attr(
         "address",
         "generic, slack, msteams, alertmanager: the URL to POST to. A Secret's address entry wins "
-        "(keep Slack's and Teams' webhook URLs, credentials, there).",
+        "(keep Slack's and Teams' webhook URLs, credentials, there). A forge: the repository's HTTPS "
+        "URL (Flux's Provider address, e.g. https://gitea.example.com/OWNER/REPO): the host and the "
+        "repository the token is sent for; an artifact whose source annotation names another "
+        "repository is refused (a CommitStatusRefused Event). Plain http only to loopback.",
         pattern="^https?://",
     )
     secret_ref: str | None = attr(
@@ -238,10 +241,13 @@ class Notify:
     )
     api_url: str | None = attr(
         "apiURL",
-        "A forge: the REST API base URL. Default: github https://api.github.com; the others "
-        "derived from the artifact's source URL (gitlab https://HOST/api/v4, gitea "
-        "https://HOST/api/v1, bitbucket https://api.bitbucket.org/2.0, bitbucketserver "
-        "https://HOST/rest/api/latest, azuredevops https://dev.azure.com/ORG).",
+        "A forge: the REST API base URL, where the token is sent. Default: derived from address "
+        "(gitlab https://HOST/api/v4, gitea https://HOST/api/v1, bitbucketserver "
+        "https://HOST/rest/api/latest, azuredevops https://dev.azure.com/ORG, github "
+        "https://api.github.com or https://HOST/api/v3); without address, github's and bitbucket's "
+        "public APIs, and gitlab, gitea, bitbucketserver and azuredevops send nothing (set address "
+        "or apiURL). With apiURL and no address, the repository is the artifact's, on apiURL's host "
+        "only. Plain http only to loopback.",
         pattern="^https?://",
     )
     context: str | None = attr(

@@ -13,9 +13,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from lockgate import located, registry, semver
+from lockgate import forge, located, registry, semver
 from lockgate.artifact.limits import Limits
 from lockgate.errors import LockgateError, UsageError
+from lockgate.forge import destination, remote
 from lockgate.registry import cloud
 from lockgate.signing import buildclaims, github
 from lockgate.signing.buildclaims import BuildClaims
@@ -425,23 +426,36 @@ def _providers(
     """The sync's own providers, then the Runner's (their Secrets in the Runner's namespace)."""
     name = sync.value.metadata.name
     own = [
-        (n, None, f"{sync.where(('spec', 'notify', i))}: spec.notify[{i}]")
+        (n, None, f"{sync.where(('spec', 'notify', i))}: spec.notify[{i}]", f"spec.notify[{i}]")
         for i, n in enumerate(sync.value.spec.notify)
     ]
-    shared = [(n, runner.namespace, f"Runner: spec.notify[{i}]") for i, n in enumerate(runner.notify)]
+    shared = [
+        (n, runner.namespace, f"Runner: spec.notify[{i}]", f"Runner: spec.notify[{i}]")
+        for i, n in enumerate(runner.notify)
+    ]
     providers = []
-    for notify, secret_namespace, where in [*own, *shared]:
+    for notify, secret_namespace, where, label in [*own, *shared]:
         problem = _notify_problem(notify)
         if problem:
             messages.append(f"{where}: {problem}")
             continue
+        pinned = None
+        if notify.type in notifications.FORGE_TYPES:
+            try:
+                pinned = forge.pin(
+                    remote.forge_name(notify.type), address=notify.address, api_url=notify.api_url
+                )
+            except destination.PinError as exc:
+                messages.append(f"{where}: {exc}")
+                continue
         providers.append(
             notifications.Provider(
                 type=notify.type,
                 address=notify.address,
                 secret_ref=notify.secret_ref,
                 secret_namespace=secret_namespace,
-                api_url=_api_url(notify),
+                pin=pinned,
+                where=label,
                 context=notifications.context_for(notify.context, cluster=runner.cluster_name, sync=name),
                 target_url=notify.target_url,
                 cert_secret_ref=notify.cert_secret_ref,
@@ -449,12 +463,6 @@ def _providers(
             )
         )
     return tuple(providers)
-
-
-def _api_url(notify: Notify) -> str | None:
-    if notify.api_url:
-        return notify.api_url.rstrip("/")
-    return notifications.DEFAULT_GITHUB_API if notify.type == "github" else None
 
 
 def _event_filter(notify: Notify) -> eventfilter.EventFilter:
