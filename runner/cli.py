@@ -85,6 +85,11 @@ _CONTEXT = click.option("--context", help="The kubeconfig context to use (defaul
 @click.option("--allow-mass-prune", is_flag=True, help="Allow pruning every object or more than the share.")
 @click.option("--max-prune-share", type=float, default=0.5, show_default=True, help="Largest share prunable.")
 @click.option(
+    "--prune-crds",
+    is_flag=True,
+    help="Also prune CRDs Helm would keep (helm.sh/resource-policy: keep, set on a chart's crds/).",
+)
+@click.option(
     "--concurrency",
     type=click.IntRange(min=1),
     default=8,
@@ -146,6 +151,7 @@ def reconcile(
     dry_run: bool,
     allow_mass_prune: bool,
     max_prune_share: float,
+    prune_crds: bool,
     concurrency: int,
     kubeconfig: Path | None,
     decryption_secret: str | None,
@@ -205,6 +211,7 @@ def reconcile(
             dry_run=dry_run,
             allow_mass_prune=allow_mass_prune,
             max_prune_share=max_prune_share,
+            prune_crds=prune_crds,
             concurrency=concurrency,
             decryption_secret=decryption_secret,
             limits=limits.Limits(max_total_bytes=max_size, max_files=max_files, max_ratio=max_ratio),

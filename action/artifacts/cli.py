@@ -35,6 +35,24 @@ def _build_options(func: F) -> F:
             click.option("--set", "set_values", multiple=True, metavar="KEY=VALUE", help="Helm --set value."),
             click.option("--release-name", help="Helm release name (default: the chart's directory name)."),
             click.option("--namespace", "helm_namespace", help="Helm release namespace (Release.Namespace)."),
+            click.option(
+                "--skip-crds", is_flag=True, help="Leave the charts' crds/ out (Helm's --skip-crds)."
+            ),
+            click.option(
+                "--allow-lookup",
+                is_flag=True,
+                help="Render a chart that calls lookup (it returns an empty map in CI), with a warning.",
+            ),
+            click.option(
+                "--kube-version", help="Kubernetes version for .Capabilities.KubeVersion (as helm template)."
+            ),
+            click.option(
+                "--api-versions",
+                "api_versions",
+                multiple=True,
+                metavar="GROUP/VERSION[/KIND]",
+                help="Add to .Capabilities.APIVersions (repeatable, as helm template).",
+            ),
             click.option("--ignore-paths", multiple=True, help="Extra ignore patterns (.gitignore syntax)."),
             click.option(
                 "--resolve-symlinks", is_flag=True, help="Copy the targets of symlinks inside the tree."
@@ -67,6 +85,10 @@ def _build(
     set_values: tuple[str, ...],
     release_name: str | None,
     helm_namespace: str | None,
+    skip_crds: bool,
+    allow_lookup: bool,
+    kube_version: str | None,
+    api_versions: tuple[str, ...],
     ignore_paths: tuple[str, ...],
     resolve_symlinks: bool,
     no_validate: bool,
@@ -82,7 +104,14 @@ def _build(
         resolve_symlinks=resolve_symlinks,
         render=render,
         helm=HelmOptions(
-            values=values, set_values=set_values, release=release_name, namespace=helm_namespace
+            values=values,
+            set_values=set_values,
+            release=release_name,
+            namespace=helm_namespace,
+            skip_crds=skip_crds,
+            allow_lookup=allow_lookup,
+            kube_version=kube_version,
+            api_versions=api_versions,
         ),
         validate=not no_validate,
         allow_private_keys=allow_private_keys,

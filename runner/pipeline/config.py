@@ -91,6 +91,7 @@ def sync_options(
     dry_run: bool = False,
     allow_mass_prune: bool = False,
     max_prune_share: float = prune_plan.DEFAULT_MAX_SHARE,
+    prune_crds: bool = False,
     concurrency: int = 8,
     decryption_secret: str | None = None,
     limits: Limits | None = None,
@@ -130,7 +131,9 @@ def sync_options(
         timeout=parse_duration(timeout),
         force=force,
         dry_run=dry_run,
-        prune_options=prune_plan.PruneOptions(max_share=max_prune_share, allow_mass_prune=allow_mass_prune),
+        prune_options=prune_plan.PruneOptions(
+            max_share=max_prune_share, allow_mass_prune=allow_mass_prune, prune_crds=prune_crds
+        ),
         concurrency=concurrency,
         decryption=None if decryption_secret is None else decrypt.Decryption(secret_ref=decryption_secret),
     )
