@@ -170,10 +170,10 @@ def helm_template(chart: Path, *, purpose: str, options: HelmOptions = HelmOptio
         argv += ["--values", str(file)]
     for pair in options.set_values:
         argv += ["--set", pair]
+    # one argument each, "--flag=value": a value can never be read as another flag
     if options.kube_version:
-        argv += ["--kube-version", options.kube_version]
-    for api_version in options.api_versions:
-        argv += ["--api-versions", api_version]
+        argv.append(f"--kube-version={options.kube_version}")
+    argv += [f"--api-versions={api_version}" for api_version in options.api_versions]
     text = _run(argv, f"helm template {chart}")
     if options.skip_crds:
         return text

@@ -28,7 +28,7 @@ from lockgate.signing import buildclaims, github
 from lockgate.signing.buildclaims import BuildClaims
 from lockgate.signing.github import GitHubClaims
 from lockgate.signing.options import VerifyOptions
-from runner.pipeline import config, deletion, report
+from runner.pipeline import capabilities, config, deletion, report
 from runner.pipeline import reconcile as pipeline
 from runner.pipeline.result import Result
 from runner.plan import deletion as deletion_plan
@@ -169,6 +169,10 @@ def reconcile(
     if config_path is not None:
         loaded = config.load(config_path, dry_run=dry_run)
         syncs, cluster = loaded.syncs, loaded.runner.cluster_name
+        if not dry_run:  # the Runner's spec.capabilities: what this cluster serves, for CI
+            published = capabilities.publish_once(loaded.runner, kubeconfig=kubeconfig, context=context)
+            if published:
+                click.echo(published, err=True)
     else:
         if not url or not name:
             raise UsageError("reconcile needs an oci:// URL and --name (or --config FILE)")

@@ -55,8 +55,7 @@ class _Budget:
         self.used += size
         if self.used > MAX_CHART_BYTES:
             raise RenderError(
-                f"{self.root}: the chart and its subcharts hold over the {MAX_CHART_BYTES:,} bytes Helm "
-                "loads"
+                f"{self.root}: the chart and its subcharts hold over the {MAX_CHART_BYTES:,} bytes Helm loads"
             )
 
 
