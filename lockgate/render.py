@@ -159,7 +159,7 @@ def helm_template(chart: Path, *, purpose: str, options: HelmOptions = HelmOptio
             raise UsageError(f"--set {pair!r}: expected KEY=VALUE (helm's --set syntax)")
     for file in (chart / "values.yaml", *options.values):
         _check_values(file)
-    _check_lookup(chart, allow=options.allow_lookup)
+    _check_lookup(chart, options)
     release = options.release or chart.resolve().name
     argv = [find_program("helm", purpose=purpose), "template", release, str(chart), "--skip-tests"]
     if not options.skip_crds:
@@ -189,15 +189,18 @@ def helm_template(chart: Path, *, purpose: str, options: HelmOptions = HelmOptio
     return text
 
 
-def _check_lookup(chart: Path, *, allow: bool) -> None:
+def _check_lookup(chart: Path, options: HelmOptions) -> None:
     """Refuse a chart whose rendered templates call ``lookup`` (or, allowed, warn of it)."""
+    allow = options.allow_lookup
+    values = [(str(file), file.read_text(encoding="utf-8", errors="replace")) for file in options.values]
     try:
-        found = lookup.find(chartfiles.files(chart))
+        found = lookup.find(chartfiles.files(chart), values=values, set_values=options.set_values)
     except ValueError as exc:  # gotemplate.TemplateSyntaxError: helm would refuse it too
         raise RenderError(f"{chart}: {exc}: fix the template (helm template refuses it too)") from None
     if not found:
         return
-    listed = [f"{chart}/{finding}" for finding in found]
+    given = {shown for shown, _ in values} | {"--set"}  # named as the user gave them
+    listed = [str(finding) if finding.file in given else f"{chart}/{finding}" for finding in found]
     if allow:
         log.warning(
             "warning: %s calls lookup, which reads the live cluster: in CI (--allow-lookup) it returns "

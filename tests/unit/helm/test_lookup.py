@@ -81,3 +81,25 @@ def test_a_block_defines_and_uses_its_body() -> None:
         templates__x_yaml=f'{{{{ block "b" . }}}}\n{SECRET}\n{{{{ end }}}}\n{{{{ if true }}}}{{{{ end }}}}'
     )
     assert shown(files) == ['templates/x.yaml:2: lookup, in define "b", used by templates/x.yaml:1']
+
+
+def test_values_rendered_by_tpl_count_once_a_rendered_template_calls_tpl() -> None:
+    values = (
+        'db:\n  # a comment: {{ lookup "v1" "Secret" "" "x" }}\n'
+        '  password: \'{{ (lookup "v1" "Secret" "" "x").data }}\'\n'
+    )
+    files = [*chart(templates__s_yaml="a: 1\n"), ChartFile("values.yaml", "values.yaml", "", values.encode())]
+    assert shown(files) == []  # nothing renders a value as a template
+    files[0] = chart(templates__s_yaml="pw: {{ tpl .Values.db.password . }}\n")[0]
+    assert shown(files) == [
+        "values.yaml:3: lookup, in the value db.password, rendered by tpl at templates/s.yaml:1"
+    ]
+    found = lookup.find(
+        files[:1],
+        values=[("prod.yaml", "x: '{{ lookup }}'\ny: plain\n")],
+        set_values=["z={{ lookup }}", "w=1"],
+    )
+    assert [str(f) for f in found] == [
+        "--set: lookup, in the value z, rendered by tpl at templates/s.yaml:1",
+        "prod.yaml:1: lookup, in the value x, rendered by tpl at templates/s.yaml:1",
+    ]
