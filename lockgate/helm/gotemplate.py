@@ -14,6 +14,7 @@ the action) is a ``TemplateSyntaxError`` naming the file and line, as Helm would
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from enum import Enum
 
@@ -106,44 +107,53 @@ def _right_delimiter(text: str, index: int) -> int | None:
     return None
 
 
+#: one token of an action; space stops before a right trim marker (" -}}")
+_TOKEN = re.compile(
+    r"""(?P<end>\}\}|[ \t\r\n]-\}\})
+    |(?P<space>(?:[ \t\r\n](?!-\}\}))+)
+    |(?P<string>"(?:[^"\\\n]|\\[^\n])*")
+    |(?P<raw>`[^`]*`)
+    |(?P<char>'(?:[^'\\\n]|\\[^\n])*')
+    |(?P<field>\.\w+)
+    |(?P<variable>\$\w*)
+    |(?P<word>\w+)
+    |(?P<other>.)""",
+    re.VERBOSE | re.DOTALL,
+)
+_UNTERMINATED = {
+    '"': "unterminated quoted string",
+    "`": "unterminated raw quoted string",
+    "'": "unterminated character constant",
+}
+
+
 def _action(text: str, index: int, file: str, line: int) -> tuple[list[Token], int]:
     """The tokens of the action whose body starts at ``index``, and the index after its ``}}``."""
     tokens: list[Token] = []
     here = line
-    size = len(text)
-    while index < size:
-        end = _right_delimiter(text, index)
-        if end is not None:
-            return tokens, end
-        char = text[index]
-        if char in _SPACE:
-            here += char == "\n"
-            index += 1
-        elif char == '"':
-            value, index = _quoted(text, index, file, here)
-            tokens.append(Token(Kind.STRING, value, here))
-        elif char == "`":
-            close = text.find("`", index + 1)
-            if close < 0:
-                raise TemplateSyntaxError(file, here, "unterminated raw quoted string")
-            tokens.append(Token(Kind.STRING, text[index + 1 : close], here))
-            here += text.count("\n", index, close)
-            index = close + 1
-        elif char == "'":
-            index = _character(text, index, file, here)
+    for found in _TOKEN.finditer(text, index):  # contiguous: "other" matches any character
+        kind, value = found.lastgroup, found.group()
+        if kind == "end":
+            return tokens, found.end()
+        if kind == "space":
+            here += value.count("\n")
+        elif kind == "word":
+            tokens.append(Token(_kind_of(value), value, here))
+        elif kind == "field":
+            tokens.append(Token(Kind.FIELD, value[1:], here))
+        elif kind == "string":
+            tokens.append(Token(Kind.STRING, _unquote(value[1:-1]), here))
+        elif kind == "variable":
+            tokens.append(Token(Kind.VARIABLE, value[1:], here))
+        elif kind == "raw":
+            tokens.append(Token(Kind.STRING, value[1:-1], here))
+            here += value.count("\n")
+        elif kind == "char":
             tokens.append(Token(Kind.OTHER, "'", here))
-        elif char == "." and index + 1 < size and _word_char(text[index + 1]):
-            word, index = _word(text, index + 1)
-            tokens.append(Token(Kind.FIELD, word, here))
-        elif char == "$":
-            word, index = _word(text, index + 1)
-            tokens.append(Token(Kind.VARIABLE, word, here))
-        elif _word_char(char):
-            word, index = _word(text, index)
-            tokens.append(Token(_kind_of(word), word, here))
+        elif value in _UNTERMINATED:
+            raise TemplateSyntaxError(file, here, _UNTERMINATED[value])
         else:
-            tokens.append(Token(Kind.OTHER, char, here))
-            index += 1
+            tokens.append(Token(Kind.OTHER, value, here))
     raise TemplateSyntaxError(file, line, "unclosed action")
 
 
@@ -153,46 +163,9 @@ def _kind_of(word: str) -> Kind:
     return Kind.KEYWORD if word in _KEYWORDS else Kind.IDENTIFIER
 
 
-def _word_char(char: str) -> bool:
-    return char == "_" or char.isalnum()
+_ESCAPE = re.compile(r"\\(.)")
 
 
-def _word(text: str, index: int) -> tuple[str, int]:
-    end = index
-    while end < len(text) and _word_char(text[end]):
-        end += 1
-    return text[index:end], end
-
-
-def _quoted(text: str, index: int, file: str, line: int) -> tuple[str, int]:
-    """A double-quoted string starting at ``index``: its (roughly unescaped) value and the index after it."""
-    chars: list[str] = []
-    cursor = index + 1
-    while cursor < len(text):
-        char = text[cursor]
-        if char == "\\" and cursor + 1 < len(text) and text[cursor + 1] != "\n":
-            chars.append(text[cursor + 1])
-            cursor += 2
-            continue
-        if char == "\n":
-            break
-        if char == '"':
-            return "".join(chars), cursor + 1
-        chars.append(char)
-        cursor += 1
-    raise TemplateSyntaxError(file, line, "unterminated quoted string")
-
-
-def _character(text: str, index: int, file: str, line: int) -> int:
-    cursor = index + 1
-    while cursor < len(text):
-        char = text[cursor]
-        if char == "\\" and cursor + 1 < len(text) and text[cursor + 1] != "\n":
-            cursor += 2
-            continue
-        if char == "\n":
-            break
-        if char == "'":
-            return cursor + 1
-        cursor += 1
-    raise TemplateSyntaxError(file, line, "unterminated character constant")
+def _unquote(body: str) -> str:
+    """A quoted string's text, each escape taken as the character after it (enough for names)."""
+    return _ESCAPE.sub(r"\1", body) if "\\" in body else body
