@@ -28,7 +28,7 @@ from lockgate.signing import buildclaims, github
 from lockgate.signing.buildclaims import BuildClaims
 from lockgate.signing.github import GitHubClaims
 from lockgate.signing.options import VerifyOptions
-from runner.pipeline import config, deletion, report
+from runner.pipeline import capabilities, config, deletion, report
 from runner.pipeline import reconcile as pipeline
 from runner.pipeline.result import Result
 from runner.plan import deletion as deletion_plan
@@ -84,6 +84,11 @@ _CONTEXT = click.option("--context", help="The kubeconfig context to use (defaul
 )
 @click.option("--allow-mass-prune", is_flag=True, help="Allow pruning every object or more than the share.")
 @click.option("--max-prune-share", type=float, default=0.5, show_default=True, help="Largest share prunable.")
+@click.option(
+    "--prune-crds",
+    is_flag=True,
+    help="Also prune CRDs Helm would keep (helm.sh/resource-policy: keep, set on a chart's crds/).",
+)
 @click.option(
     "--concurrency",
     type=click.IntRange(min=1),
@@ -146,6 +151,7 @@ def reconcile(
     dry_run: bool,
     allow_mass_prune: bool,
     max_prune_share: float,
+    prune_crds: bool,
     concurrency: int,
     kubeconfig: Path | None,
     decryption_secret: str | None,
@@ -163,6 +169,10 @@ def reconcile(
     if config_path is not None:
         loaded = config.load(config_path, dry_run=dry_run)
         syncs, cluster = loaded.syncs, loaded.runner.cluster_name
+        if not dry_run:  # the Runner's spec.capabilities: what this cluster serves, for CI
+            published = capabilities.publish_once(loaded.runner, kubeconfig=kubeconfig, context=context)
+            if published:
+                click.echo(published, err=True)
     else:
         if not url or not name:
             raise UsageError("reconcile needs an oci:// URL and --name (or --config FILE)")
@@ -205,6 +215,7 @@ def reconcile(
             dry_run=dry_run,
             allow_mass_prune=allow_mass_prune,
             max_prune_share=max_prune_share,
+            prune_crds=prune_crds,
             concurrency=concurrency,
             decryption_secret=decryption_secret,
             limits=limits.Limits(max_total_bytes=max_size, max_files=max_files, max_ratio=max_ratio),

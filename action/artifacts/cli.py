@@ -35,6 +35,45 @@ def _build_options(func: F) -> F:
             click.option("--set", "set_values", multiple=True, metavar="KEY=VALUE", help="Helm --set value."),
             click.option("--release-name", help="Helm release name (default: the chart's directory name)."),
             click.option("--namespace", "helm_namespace", help="Helm release namespace (Release.Namespace)."),
+            click.option(
+                "--skip-crds", is_flag=True, help="Leave the charts' crds/ out (Helm's --skip-crds)."
+            ),
+            click.option(
+                "--allow-lookup",
+                is_flag=True,
+                help="Render a chart that calls lookup (it returns an empty map in CI), with a warning.",
+            ),
+            click.option(
+                "--kube-version", help="Kubernetes version for .Capabilities.KubeVersion (as helm template)."
+            ),
+            click.option(
+                "--api-versions",
+                "api_versions",
+                multiple=True,
+                metavar="GROUP/VERSION[/KIND]",
+                help="Add to .Capabilities.APIVersions (repeatable, as helm template).",
+            ),
+            click.option(
+                "--capabilities-from",
+                metavar="oci://REGISTRY/REPO",
+                help="Render the chart with the Kubernetes and API versions the --cluster runners attested "
+                "there (their Runner's spec.capabilities).",
+            ),
+            click.option(
+                "--cluster",
+                "clusters",
+                multiple=True,
+                metavar="NAME",
+                help="A clusterName for --capabilities-from (repeatable: what all of them serve).",
+            ),
+            click.option(
+                "--capabilities-key",
+                "capabilities_keys",
+                multiple=True,
+                type=click.Path(path_type=Path),
+                help="Public key of a runner that attests capabilities (repeatable; <clusterName>.pub binds "
+                "it to that cluster).",
+            ),
             click.option("--ignore-paths", multiple=True, help="Extra ignore patterns (.gitignore syntax)."),
             click.option(
                 "--resolve-symlinks", is_flag=True, help="Copy the targets of symlinks inside the tree."
@@ -67,23 +106,48 @@ def _build(
     set_values: tuple[str, ...],
     release_name: str | None,
     helm_namespace: str | None,
+    skip_crds: bool,
+    allow_lookup: bool,
+    kube_version: str | None,
+    api_versions: tuple[str, ...],
+    capabilities_from: str | None,
+    clusters: tuple[str, ...],
+    capabilities_keys: tuple[Path, ...],
     ignore_paths: tuple[str, ...],
     resolve_symlinks: bool,
     no_validate: bool,
     allow_private_keys: bool,
     strict: bool,
     max_ratio: float,
+    creds: str | None = None,
+    insecure: bool = False,
 ) -> source.BuildOptions:
-    from action.artifacts import source
+    """The build's options; with ``--capabilities-from``, the clusters' attested capabilities are
+    read (and verified) here, once for every directory a push packs."""
+    from action.artifacts import capabilities, source
     from lockgate.render import HelmOptions
 
+    helm = HelmOptions(
+        values=values,
+        set_values=set_values,
+        release=release_name,
+        namespace=helm_namespace,
+        skip_crds=skip_crds,
+        allow_lookup=allow_lookup,
+        kube_version=kube_version,
+        api_versions=api_versions,
+    )
+    request = capabilities.CapabilitiesRequest(
+        url=capabilities_from, clusters=clusters, keys=capabilities_keys
+    )
+    helm = capabilities.for_clusters(
+        request, helm, render=render, client_for=lambda ref: _client(ref, creds, insecure)
+    )
     return source.BuildOptions(
         ignore_paths=ignore_paths,
         resolve_symlinks=resolve_symlinks,
         render=render,
-        helm=HelmOptions(
-            values=values, set_values=set_values, release=release_name, namespace=helm_namespace
-        ),
+        helm=helm,
         validate=not no_validate,
         allow_private_keys=allow_private_keys,
         strict=strict,
@@ -203,7 +267,7 @@ def push(
         created=created,
         annotations=manifest.parse_annotations(annotations),
         extra_tags=tags,
-        build=_build(**flags),
+        build=_build(**flags, creds=creds, insecure=insecure),
     )
     sign = signer_mod.SignOptions(
         mode=sign_mode, key_path=key_path, token=identity_token, trust_config=trust_config
@@ -421,7 +485,11 @@ def diff(
 
     ref = registry.parse(reference, default_tag="latest")
     result = diff_mod.diff(
-        path, _client(ref, creds, insecure), ref, options=_build(**flags), media_type=media_type
+        path,
+        _client(ref, creds, insecure),
+        ref,
+        options=_build(**flags, creds=creds, insecure=insecure),
+        media_type=media_type,
     )
     if output == "json":
         _emit(diff_mod.to_json(result))

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from runner.kube import auth, kubeconfig
+from runner.kube import auth, discovery, kubeconfig
 from runner.kube.discovery import Discovery, Resource
 from runner.kube.errors import NotFoundError
 from runner.kube.transport import Transport
@@ -116,6 +116,10 @@ class Kube:
 
     def resource(self, api_version: str, kind: str) -> Resource:
         return self.discovery.resource(api_version, kind)
+
+    def served(self) -> dict[str, tuple[str, ...]]:
+        """Every served group-version and its kinds, read now (``discovery.served``)."""
+        return discovery.served(self._discover)
 
     def knows(self, api_version: str, kind: str) -> bool:
         return self.discovery.knows(api_version, kind)

@@ -22,6 +22,7 @@ from pathlib import Path
 from lockgate import located, model, registry
 from lockgate.artifact.limits import Limits
 from lockgate.errors import LockgateError, UsageError
+from lockgate.helm import published
 from lockgate.model import parse_duration
 from lockgate.redact import scrub
 from lockgate.registry import cloud
@@ -91,6 +92,7 @@ def sync_options(
     dry_run: bool = False,
     allow_mass_prune: bool = False,
     max_prune_share: float = prune_plan.DEFAULT_MAX_SHARE,
+    prune_crds: bool = False,
     concurrency: int = 8,
     decryption_secret: str | None = None,
     limits: Limits | None = None,
@@ -130,7 +132,9 @@ def sync_options(
         timeout=parse_duration(timeout),
         force=force,
         dry_run=dry_run,
-        prune_options=prune_plan.PruneOptions(max_share=max_prune_share, allow_mass_prune=allow_mass_prune),
+        prune_options=prune_plan.PruneOptions(
+            max_share=max_prune_share, allow_mass_prune=allow_mass_prune, prune_crds=prune_crds
+        ),
         concurrency=concurrency,
         decryption=None if decryption_secret is None else decrypt.Decryption(secret_ref=decryption_secret),
     )
@@ -314,6 +318,32 @@ def _receivers(doc: located.Document, runner: RunnerSettings, names: set[str], m
                 )
 
 
+def _capabilities(doc: located.Document, runner: RunnerSettings, messages: list[str]) -> None:
+    """``spec.capabilities``: a repository (no tag: the clusterName is the tag), a signing key,
+    and a clusterName that can be a tag."""
+    options = runner.capabilities
+    if options.url is None:
+        return
+
+    def where(*path: str) -> str:
+        return f"{doc.file}:{doc.line_of(('spec', *path))}"
+
+    if options.signing_secret_ref is None:
+        messages.append(
+            f"{where('capabilities')}: spec.capabilities.signingSecretRef: required with url (the Secret "
+            "holding the runner's cosign.key and cosign.password that signs what it publishes)"
+        )
+    if _has_tag_or_digest(options.url):
+        messages.append(
+            f"{where('capabilities', 'url')}: spec.capabilities.url: name the repository only (no tag or "
+            "digest): each cluster publishes at the tag named after its clusterName"
+        )
+    try:
+        published.check_tag(runner.cluster_name, f"{where('clusterName')}: spec.clusterName")
+    except LockgateError as exc:
+        messages.append(exc.message)
+
+
 def load(path: Path, *, dry_run: bool = False) -> Config:
     """The Syncs and the Runner settings of ``path``; every problem of the file in one ``UsageError``."""
     try:
@@ -344,6 +374,7 @@ def parse(data: bytes, name: str, *, dry_run: bool = False) -> Config:
     _across(syncs, [doc for doc, _ in runners], messages, complete=not messages, lockdown=lockdown)
     if runners and not messages:
         _receivers(runners[0][0], runners[0][1].spec, {s.value.metadata.name for s in syncs}, messages)
+        _capabilities(runners[0][0], runners[0][1].spec, messages)
     if not messages and not syncs:
         messages.append(f"{name}: no Sync documents")
     # every document's own checks too, so one run lists all of the file's problems

@@ -374,6 +374,14 @@ class SyncSpec:
         "substituted), as Flux.",
     )
     prune: bool = attr("prune", "Delete objects that left the artifact.", default=False)
+    prune_crds: bool = attr(
+        "pruneCRDs",
+        "Also delete the CustomResourceDefinitions Helm would keep (helm.sh/resource-policy: keep, which "
+        "push --render sets on a chart's crds/) when they leave the artifact or the sync is deleted. "
+        "Deleting a CRD deletes every custom resource of its kinds in the cluster; off, they are "
+        "orphaned, as Helm leaves them.",
+        default=False,
+    )
     wait: bool = attr("wait", "Wait until every applied object is healthy.", default=False)
     timeout: float = attr("timeout", "How long to wait for health.", default=300.0, duration=True)
     force: bool = attr("force", "Recreate objects whose immutable fields changed.", default=False)

@@ -118,6 +118,7 @@ class SyncOptions:
             allow_mass_prune=self.prune_options.allow_mass_prune,
             max_prune_share=self.prune_options.max_share,
             service_account_name=self.service_account_name or "",
+            prune_crds=self.prune_options.prune_crds,
         )
 
 

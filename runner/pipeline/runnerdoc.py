@@ -85,6 +85,41 @@ class StatusPageSettings:
 
 
 @dataclass(frozen=True)
+class CapabilitiesSettings:
+    """Publish what this cluster serves, signed, for CI to render Helm charts with
+    (push --render --capabilities-from); off unless url is set (docs/helm.md)."""
+
+    url: str | None = attr(
+        "url",
+        "The repository to publish to (oci://REGISTRY/REPO, no tag): the capabilities go to the tag "
+        "named after clusterName, with an in-toto attestation (https://lockgate.dev/attestations/"
+        "capabilities/v1: kubeVersion, apiVersions) signed with the key of signingSecretRef.",
+        pattern="^oci://",
+    )
+    signing_secret_ref: str | None = attr(
+        "signingSecretRef",
+        "A Secret of the runner namespace holding the runner's cosign private key (cosign.key) and its "
+        "password (cosign.password), as a Sync's attest.secretRef. Read when publishing, held in memory "
+        "only.",
+        reference=True,
+    )
+    secret_ref: str | None = attr(
+        "secretRef",
+        "A kubernetes.io/dockerconfigjson Secret of the runner namespace with credentials that may push "
+        "to url (else none).",
+        reference=True,
+    )
+    insecure: bool = attr("insecure", "Reach the registry over plain http.", default=False)
+    interval: float = attr(
+        "interval",
+        "How often the API server's version and discovery are read again; a change is published at once.",
+        default=600.0,
+        duration=True,
+        exclusive_minimum=0,
+    )
+
+
+@dataclass(frozen=True)
 class RunnerSettings:
     """Process settings of lockgate serve (at most one Runner document per file)."""
 
@@ -165,6 +200,12 @@ class RunnerSettings:
     )
     notify: tuple[Notify, ...] = attr(
         "notify", "Providers every sync reports to (besides its own notify list).", factory=tuple
+    )
+    capabilities: CapabilitiesSettings = attr(
+        "capabilities",
+        "Publish the cluster's Kubernetes version and served API versions, signed, so CI renders Helm "
+        "charts for this cluster without cluster credentials.",
+        factory=CapabilitiesSettings,
     )
 
 

@@ -170,7 +170,7 @@ def options(
         force=spec.force,
         dry_run=dry_run,
         prune_options=prune_plan.PruneOptions(
-            max_share=spec.max_prune_share, allow_mass_prune=spec.allow_mass_prune
+            max_share=spec.max_prune_share, allow_mass_prune=spec.allow_mass_prune, prune_crds=spec.prune_crds
         ),
         deletion_policy=deletion.Policy(spec.deletion_policy),
         schedule=Schedule(

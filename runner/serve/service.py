@@ -3,7 +3,9 @@
 One process: the scheduler's pool runs passes (``pipeline.reconcile``) on one shared
 Kubernetes client; registry clients are kept per host and credentials (``registries``) so the cheap checks
 reuse their connections. ``start`` opens the listeners before this replica joins the
-membership (``replica``), so one that cannot start never gets syncs. A housekeeping
+membership (``replica``), so one that cannot start never gets syncs. With a Runner's
+``spec.capabilities``, a thread of its own publishes what the cluster serves every
+``interval`` it changed (``pipeline.capabilities``; a registry away delays nothing else). A housekeeping
 thread reloads the configuration when the file's bytes change (a mounted ConfigMap
 changes by symlink swap, so the file is re-read rather than watched for events), renews
 this replica's membership, checks that the API server answers (for ``/readyz``), marks the
@@ -39,9 +41,9 @@ from lockgate import registry
 from lockgate.errors import Abandoned, LockgateError, UsageError
 from runner.inventory import requested, store, suspended
 from runner.kube.client import Kube
+from runner.pipeline import capabilities, records, secretrefs, source, status
 from runner.pipeline import config as config_mod
 from runner.pipeline import reconcile as pipeline
-from runner.pipeline import records, secretrefs, source, status
 from runner.pipeline.result import Result
 from runner.serve import departures, holds, http, leases, listener, receivers, registries
 from runner.serve import log as log_mod
@@ -198,6 +200,7 @@ class Service:
                 self.replica.join()
             self.scheduler.start()
             threading.Thread(target=self._housekeeping, name="lockgate-housekeeping", daemon=True).start()
+            threading.Thread(target=self._capabilities, name="lockgate-capabilities", daemon=True).start()
         except BaseException:
             self._stop.set()
             if self.replica is not None:
@@ -545,6 +548,29 @@ class Service:
                 last["suspension"] = now + READY_EVERY
                 self._publish_suspension()
             self._move_counts()
+
+    def _capabilities(self) -> None:
+        """Publish the cluster's capabilities when ``spec.capabilities`` asks, then every
+        ``interval`` (at once after a reload that changes them); a failure is tried again
+        within a minute."""
+        due, seen = 0.0, None
+        while True:
+            settings = self.config.runner
+            if (settings.capabilities, settings.cluster_name) != seen:
+                seen, due = (settings.capabilities, settings.cluster_name), 0.0
+            now = time.monotonic()
+            interval = settings.capabilities.interval
+            if settings.capabilities.url is not None and now >= due:
+                due = now + interval
+                try:
+                    done = capabilities.publish(settings, self.kube, self.namespace)
+                except LockgateError as exc:
+                    due = now + min(interval, 60.0)
+                    log.warning("capabilities not published; trying again", extra={"reason": exc.message})
+                else:
+                    log.log(logging.INFO if done.written else logging.DEBUG, done.text)
+            if self._stop.wait(1.0):
+                return
 
     def _publish_suspension(self) -> None:
         """Mark the inventories of suspended syncs (and unmark resumed ones) so ``lockgate sync``
