@@ -1,0 +1,236 @@
+"""Worker processes for CEL, handed out per look, watched, and ended when an evaluation runs over.
+
+``Pool.run`` is the runner's ``health_exprs.Engine``: it takes an idle worker (or starts one),
+sends the objects in frames of ``FRAME`` items, and while it waits for each frame's answer it
+reads the worker's progress record every ``TICK``: an evaluation that has used more than
+``EVALUATION_CPU_SECONDS`` of the worker's CPU (or ``EVALUATION_WALL_SECONDS`` of wall clock,
+if the worker is starved) is stopped by killing the worker; its object is ``LIMIT`` for the
+expression it was running, and the frame's other objects go to a new worker. A look that has
+run ``LOOK_SECONDS`` stops the same way and leaves what it did not reach ``UNJUDGED``. A
+worker that dies by itself (its memory rlimit) is the same as a stopped one. Concurrent looks
+(several syncs of ``serve``) each get their own worker, so one tenant's costly expression
+delays no other tenant's look; at most ``IDLE`` idle workers are kept.
+"""
+
+from __future__ import annotations
+
+import atexit
+import json
+import marshal
+import mmap
+import os
+import select
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Sequence
+
+from runner.plan.health_exprs import Outcome, Work
+from runner.sandbox.worker import HEADER, PROGRESS
+
+#: CPU one evaluation may use (Kubernetes' per-call limit is about 0.1 s of cel-go)
+EVALUATION_CPU_SECONDS = 0.5
+#: wall clock one evaluation may take, whatever the machine's load
+EVALUATION_WALL_SECONDS = 5.0
+#: wall clock one look may spend on all its objects
+LOOK_SECONDS = 10.0
+#: objects per frame: large enough to amortise a round trip, small enough to redo cheaply
+FRAME = 500
+#: how often a waiting look reads the worker's progress
+TICK = 0.02
+IDLE = 4
+#: what the worker inherits of the environment: only what finds the interpreter and its
+#: packages (no credentials, tokens or kubeconfig of the runner)
+INHERITED = ("PYTHONPATH", "PYTHONHOME", "PATH", "LANG", "LC_ALL", "LC_CTYPE")
+
+_TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+
+
+class _Stopped(Exception):
+    def __init__(self, position: int, outcome: Outcome) -> None:
+        super().__init__(outcome.said)
+        self.position, self.outcome = position, outcome
+
+
+class Worker:
+    """One worker process and its shared progress record."""
+
+    def __init__(self) -> None:
+        self._shared = tempfile.TemporaryFile()  # noqa: SIM115 - open for the worker's life (close)
+        self._shared.truncate(PROGRESS.size)
+        self.progress = mmap.mmap(self._shared.fileno(), PROGRESS.size)
+        fd = self._shared.fileno()
+        env = {name: os.environ[name] for name in INHERITED if name in os.environ}
+        self.process = subprocess.Popen(
+            [sys.executable, "-P", "-m", "runner.sandbox.worker", str(fd)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            pass_fds=(fd,),
+            env=env,
+        )
+
+    def _cpu(self) -> float | None:
+        """The worker's CPU seconds so far (Linux's /proc); None elsewhere (wall clock only)."""
+        try:
+            with open(f"/proc/{self.process.pid}/stat", "rb") as stat:
+                fields = stat.read().rsplit(b")", 1)[1].split()
+        except OSError:
+            return None
+        return (int(fields[11]) + int(fields[12])) / _TICKS
+
+    def _progress(self) -> tuple[int, int, int]:
+        count, position, expression = PROGRESS.unpack_from(self.progress, 0)
+        return int(count), int(position), int(expression)
+
+    def close(self) -> None:
+        if self.process.poll() is None:
+            self.process.kill()
+        self.process.wait()
+        for stream in (self.process.stdin, self.process.stdout):
+            if stream is not None:
+                stream.close()
+        self.progress.close()
+        self._shared.close()
+
+    def _send(self, frames: Sequence[bytes]) -> None:
+        """Write every frame (a thread: the pipe holds 64 KiB, so this waits on the worker
+        while the caller watches it); a worker that was ended just stops the writing."""
+        assert self.process.stdin is not None
+        try:
+            for frame in frames:
+                self.process.stdin.write(HEADER.pack(len(frame)) + frame)
+                self.process.stdin.flush()
+        except (OSError, ValueError):
+            return
+
+    def judge(self, frames: Sequence[bytes], *, until: float) -> tuple[list[list[Outcome]], _Stopped | None]:
+        """The outcomes of each frame, in order, until one evaluation runs over (then the
+        worker is ended and ``_Stopped`` says where, in the first frame not returned)."""
+        assert self.process.stdout is not None
+        before, _, _ = self._progress()
+        writer = threading.Thread(target=self._send, args=(frames,), daemon=True, name="cel-frames")
+        writer.start()
+        done: list[list[Outcome]] = []
+        seen, cpu_at, wall_at = before, self._cpu(), time.monotonic()
+        stdout = self.process.stdout
+        stopped: _Stopped | None = None
+        while len(done) < len(frames):
+            if select.select([stdout], [], [], TICK)[0]:
+                line = stdout.readline()
+                if not line:
+                    stopped = self._ended(before)
+                    break
+                done.append([Outcome(int(d), str(k), str(s)) for d, k, s in json.loads(line)])
+                continue
+            count, position, expression = self._progress()
+            now = time.monotonic()
+            if count != seen:
+                seen, cpu_at, wall_at = count, self._cpu(), now
+                continue
+            cpu = self._cpu()
+            over = ""
+            if cpu is not None and cpu_at is not None and cpu - cpu_at > EVALUATION_CPU_SECONDS:
+                over = f"ran over the limit of {EVALUATION_CPU_SECONDS:g}s of CPU for one evaluation"
+            elif now - wall_at > EVALUATION_WALL_SECONDS:
+                over = f"ran over the limit of {EVALUATION_WALL_SECONDS:g}s for one evaluation"
+            elif now > until:
+                over = f"was stopped: the look's CEL budget of {LOOK_SECONDS:g}s was spent"
+            if over:
+                self.close()
+                stopped = _Stopped(position, Outcome(expression, Outcome.LIMIT, over))
+                break
+        writer.join()
+        return done, stopped
+
+    def _ended(self, before: int) -> _Stopped:
+        """The worker died by itself: over its memory rlimit, or worse; the evaluation it had
+        started (if any) is the one to blame."""
+        code = self.process.wait()
+        count, position, expression = self._progress()
+        self.close()
+        said = f"stopped the CEL worker (it ended with {code}: over its memory limit, or a crash)"
+        if count == before:  # it never started: nothing of the tenant's is to blame
+            return _Stopped(
+                -1, Outcome(-1, Outcome.UNJUDGED, f"not judged: the CEL worker ended with {code}")
+            )
+        return _Stopped(position, Outcome(expression, Outcome.LIMIT, said))
+
+
+class Pool:
+    """The runner's engine for ``healthCheckExprs``: idle workers, started on first use."""
+
+    def __init__(self) -> None:
+        self._idle: list[Worker] = []
+        self._lock = threading.Lock()
+        atexit.register(self.close)
+
+    def _take(self) -> Worker:
+        with self._lock:
+            if self._idle:
+                return self._idle.pop()
+        return Worker()
+
+    def _give(self, worker: Worker) -> None:
+        with self._lock:
+            if worker.process.poll() is None and len(self._idle) < IDLE:
+                self._idle.append(worker)
+                return
+        worker.close()
+
+    def close(self) -> None:
+        with self._lock:
+            idle, self._idle = self._idle, []
+        for worker in idle:
+            worker.close()
+
+    def run(self, work: Sequence[Work]) -> list[Outcome]:
+        outcomes: dict[int, Outcome] = {}
+        todo = list(range(len(work)))
+        until = time.monotonic() + LOOK_SECONDS
+        worker = self._take()
+        try:
+            while todo:
+                if time.monotonic() > until:
+                    spent = f"not judged: the look's CEL budget of {LOOK_SECONDS:g}s was spent on others"
+                    outcomes.update((i, Outcome(-1, Outcome.UNJUDGED, spent)) for i in todo)
+                    break
+                frames = [todo[at : at + FRAME] for at in range(0, len(todo), FRAME)]
+                said, stopped = worker.judge([_frame(work, frame) for frame in frames], until=until)
+                for frame, outcome in zip(frames, said, strict=False):
+                    outcomes.update(zip(frame, outcome, strict=True))
+                if stopped is None:
+                    break
+                worker = Worker()
+                rest = [i for frame in frames[len(said) :] for i in frame]
+                if stopped.position < 0:  # the worker could not start: nobody's expression
+                    outcomes.update((i, stopped.outcome) for i in rest)
+                    break
+                culprit = frames[len(said)][stopped.position]
+                outcomes[culprit] = stopped.outcome
+                todo = [i for i in rest if i != culprit]
+        finally:
+            self._give(worker)
+        return [outcomes[i] for i in range(len(work))]
+
+
+def _frame(work: Sequence[Work], indices: Sequence[int]) -> bytes:
+    """One frame's payload: each distinct tuple of texts once, and (which texts, object) pairs."""
+    tables: dict[tuple[str, ...], int] = {}
+    items = [(tables.setdefault(work[i].texts, len(tables)), work[i].obj) for i in indices]
+    return marshal.dumps((list(tables), items))
+
+
+_SHARED: Pool | None = None
+_SHARED_LOCK = threading.Lock()
+
+
+def shared() -> Pool:
+    """The process's pool (workers start only when a look needs one)."""
+    global _SHARED
+    with _SHARED_LOCK:
+        if _SHARED is None:
+            _SHARED = Pool()
+        return _SHARED

@@ -1,0 +1,86 @@
+"""The CEL sandbox with real worker processes: an evaluation over its limit is stopped and named,
+the other objects are judged by a new worker, and this process's threads never wait for CEL."""
+
+from __future__ import annotations
+
+import itertools
+import threading
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from runner.plan.health_exprs import Outcome, Work
+from runner.sandbox import pool
+from tests.unit.runner.plan.test_cel_cost import ATTACK
+
+READY = "status.conditions.filter(e, e.type == 'Ready').all(e, e.status == 'True')"
+
+
+def conditions(count: int) -> dict[str, Any]:
+    return {"status": {"conditions": [{"type": "Ready", "status": "True"} for _ in range(count)]}}
+
+
+@pytest.fixture
+def workers() -> Iterator[pool.Pool]:
+    made = pool.Pool()
+    yield made
+    made.close()
+
+
+def test_objects_are_judged_as_in_process(workers: pool.Pool) -> None:
+    said = workers.run(
+        [Work(("false", READY), conditions(1)), Work((READY,), {"status": {}}), Work(("false",), {})]
+    )
+    assert said[0] == Outcome(1, Outcome.TRUE)
+    assert said[1].kind == Outcome.ERROR and "conditions" in said[1].said
+    assert said[2] == Outcome()
+
+
+def test_an_evaluation_over_its_limit_is_stopped_and_named_and_the_rest_judged(workers: pool.Pool) -> None:
+    beats: list[float] = []
+    stop = threading.Event()
+
+    def beat() -> None:  # a thread of this process, as serve's probes are
+        while not stop.is_set():
+            beats.append(time.monotonic())
+            time.sleep(0.01)
+
+    thread = threading.Thread(target=beat)
+    thread.start()
+    started = time.monotonic()
+    try:
+        said = workers.run(
+            [
+                Work(("false", READY), conditions(1)),
+                Work(("false", ATTACK), conditions(1)),  # 49 s in one evaluation
+                Work(("false", READY), conditions(4_999)),  # seconds: the runtime copies the list
+                Work(("false", READY), conditions(2)),
+            ]
+        )
+    finally:
+        stop.set()
+        thread.join()
+    seconds = time.monotonic() - started
+    assert said[0] == said[3] == Outcome(1, Outcome.TRUE)
+    cpu = "ran over the limit of 0.5s of CPU for one evaluation"
+    for stopped in (said[1], said[2]):
+        assert (stopped.decided, stopped.kind) == (1, Outcome.LIMIT), stopped
+        # the attack may reach the worker's memory limit before its CPU limit
+        assert stopped.said == cpu or "memory limit" in stopped.said, stopped
+    assert seconds < 20, seconds
+    assert max(b - a for a, b in itertools.pairwise(beats)) < 0.5
+
+
+def test_a_worker_over_its_memory_dies_and_its_expression_is_named(
+    workers: pool.Pool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A string of 1 GiB asked for at once: over the worker's address space (512 MiB) whatever
+    its CPU; the evaluation is named whether the runtime raised or died."""
+    monkeypatch.setattr(pool, "EVALUATION_CPU_SECONDS", 60.0)
+    monkeypatch.setattr(pool, "EVALUATION_WALL_SECONDS", 60.0)
+    grow = "'x'" + f".replace('x', '{'x' * 64}')" * 5 + " == ''"
+    (said,) = workers.run([Work(("false", grow), {})])
+    assert (said.decided, said.kind) == (1, Outcome.LIMIT), said
+    assert "memory limit" in said.said, said
