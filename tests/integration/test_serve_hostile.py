@@ -156,9 +156,10 @@ def test_a_valid_webhook_is_served_while_one_client_holds_300_idle_and_slow_conn
             held.append(hostile.connect(served.webhook_port))
         slow = [hostile.Trickle(served.webhook_port) for _ in range(20)]
         time.sleep(0.5)  # all of them in place, before the delivery
-        timings = []
+        timings: list[tuple[float, int | str]] = []
         for _ in range(5):
             started = time.monotonic()
+            status: int | str
             try:
                 answer = served.hook("app", headers={"Authorization": f"Bearer {TOKEN}"})
                 status = answer.status_code
