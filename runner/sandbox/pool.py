@@ -26,6 +26,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Sequence
+from typing import IO
 
 from runner.plan.health_exprs import Outcome, Work
 from runner.sandbox.worker import HEADER, PROGRESS
@@ -54,11 +55,19 @@ class _Stopped(Exception):
         self.position, self.outcome = position, outcome
 
 
+def _shared_file() -> IO[bytes]:
+    """Memory shared with a worker: an anonymous memory file on Linux (nothing on disk, so a
+    read-only root filesystem is no matter), an unlinked temporary file elsewhere."""
+    if hasattr(os, "memfd_create"):
+        return os.fdopen(os.memfd_create("lockgate-cel-progress"), "r+b", buffering=0)
+    return tempfile.TemporaryFile()
+
+
 class Worker:
     """One worker process and its shared progress record."""
 
     def __init__(self) -> None:
-        self._shared = tempfile.TemporaryFile()  # noqa: SIM115 - open for the worker's life (close)
+        self._shared = _shared_file()
         self._shared.truncate(PROGRESS.size)
         self.progress = mmap.mmap(self._shared.fileno(), PROGRESS.size)
         fd = self._shared.fileno()

@@ -18,12 +18,12 @@ import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 import requests
 import yaml
 
+from tests.integration.cel_support import COSTLY, CURRENT, FAILED, KIND, PLURAL, crd, widget
 from tests.integration.reconcile_support import cli, configmap, dump, push_tree
 from tests.integration.serve_support import start_serve, sync_doc
 from tests.world.kube import Cluster
@@ -31,57 +31,25 @@ from tests.world.registry import Registry
 
 pytestmark = pytest.mark.world
 
-KIND, PLURAL = "Widget", "widgets"
 GROW = '.replace("x","xxxxxxxx")'
 TEN = "[0,1,2,3,4,5,6,7,8,9]"
 #: three nested comprehensions over ten elements, each growing "x" to 8^7 characters
 ATTACK = f'{TEN}.all(a, {TEN}.all(b, {TEN}.all(c, "x"{GROW * 7}.size() > 0)))'
-#: Flux's cheat-sheet form, which must keep loading
-CURRENT = "status.conditions.filter(e, e.type == 'Ready').all(e, e.status == 'True')"
-FAILED = "status.conditions.filter(e, e.type == 'Ready').all(e, e.status == 'False')"
 #: the kubelet's default probe timeoutSeconds
 PROBE_TIMEOUT = 1.0
-
-
-def _crd(group: str) -> dict[str, Any]:
-    """A kind with no status subresource: the tenant's manifest writes its status."""
-    schema = {"type": "object", "x-kubernetes-preserve-unknown-fields": True}
-    return {
-        "apiVersion": "apiextensions.k8s.io/v1",
-        "kind": "CustomResourceDefinition",
-        "metadata": {"name": f"{PLURAL}.{group}"},
-        "spec": {
-            "group": group,
-            "scope": "Namespaced",
-            "names": {"kind": KIND, "plural": PLURAL, "singular": "widget"},
-            "versions": [
-                {"name": "v1", "served": True, "storage": True, "schema": {"openAPIV3Schema": schema}}
-            ],
-        },
-    }
 
 
 @pytest.fixture
 def group(cluster: Cluster, unique: str) -> Iterator[str]:
     name = f"{unique}.example.com"
-    cluster.kubectl("apply", "-f", "-", input=json.dumps(_crd(name)))
+    cluster.kubectl("apply", "-f", "-", input=json.dumps(crd(name)))
     cluster.kubectl("wait", "--for=condition=Established", f"crd/{PLURAL}.{name}", "--timeout=60s")
     yield name
     cluster.kubectl("delete", "crd", f"{PLURAL}.{name}", "--wait=false", check=False)
 
 
-def _widget(group: str, ns: str, conditions: int) -> dict[str, Any]:
-    return {
-        "apiVersion": f"{group}/v1",
-        "kind": KIND,
-        "metadata": {"name": "w", "namespace": ns},
-        "spec": {"size": conditions},
-        "status": {"conditions": [{"type": "Ready", "status": "True"} for _ in range(conditions)]},
-    }
-
-
 def _release(registry: Registry, unique: str, group: str, conditions: int) -> str:
-    objects = [_widget(group, unique, conditions), configmap("app", unique, {"v": "1"})]
+    objects = [widget(group, unique, conditions), configmap("app", unique, {"v": "1"})]
     return push_tree(registry, unique, {"app.yaml": dump(*objects)}).rsplit("@", 1)[0]
 
 
@@ -134,7 +102,7 @@ def test_an_expression_costly_by_its_data_fails_its_object_while_probes_answer(
     runner = f"{unique}-r"
     for name in (unique, runner):
         cluster.kubectl("create", "namespace", name)
-    url = _release(registry, unique, group, 4_999)
+    url = _release(registry, unique, group, COSTLY)
     exprs = [{"apiVersion": f"{group}/v1", "kind": KIND, "current": CURRENT, "failed": FAILED}]
     sync = sync_doc("tenant", url, runner, wait=True, timeout="120s", healthCheckExprs=exprs)
     served = start_serve(cluster, tmp_path, [sync], runner={"namespace": runner})

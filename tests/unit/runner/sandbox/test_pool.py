@@ -69,8 +69,9 @@ def test_an_evaluation_over_its_limit_is_stopped_and_named_and_the_rest_judged(w
         assert (stopped.decided, stopped.kind) == (1, Outcome.LIMIT), stopped
         # the attack may reach the worker's memory limit before its CPU limit
         assert stopped.said == cpu or "memory limit" in stopped.said, stopped
-    assert seconds < 20, seconds
-    assert max(b - a for a, b in itertools.pairwise(beats)) < 0.5
+    assert seconds < 30, (seconds, said)
+    gap = max(b - a for a, b in itertools.pairwise(beats))
+    assert gap < 1.0, gap  # the kubelet's probe timeout; it was the whole evaluation (49 s) before
 
 
 def test_a_worker_over_its_memory_dies_and_its_expression_is_named(
