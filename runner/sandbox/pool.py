@@ -189,6 +189,12 @@ class Pool:
                 return
         worker.close()
 
+    def worker_cpu_seconds(self) -> float:
+        """The CPU its idle workers have used (Linux; 0 elsewhere): what a look costs beyond
+        this process, for bench/bench_health.py."""
+        with self._lock:
+            return sum(w._cpu() or 0.0 for w in self._idle)
+
     def close(self) -> None:
         with self._lock:
             idle, self._idle = self._idle, []

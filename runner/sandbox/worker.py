@@ -34,10 +34,24 @@ def _limit_self() -> None:
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
 
 
-def serve(progress: mmap.mmap, stdin: Any, stdout: Any) -> None:
+class _Progress:
+    """The shared record, written before each evaluation (a counter, the item, the expression)."""
+
+    def __init__(self, shared: mmap.mmap) -> None:
+        self.shared, self.count, self.position, self.expression = shared, 0, 0, -1
+
+    def started(self, expression: int) -> None:
+        self.count += 1
+        self.expression = expression
+        PROGRESS.pack_into(self.shared, 0, self.count, self.position, expression)
+
+
+def serve(shared: mmap.mmap, stdin: Any, stdout: Any) -> None:
     from runner.plan import health_exprs
 
-    count = 0
+    limit, run = health_exprs.Outcome.LIMIT, health_exprs.run_in_order
+    memory = f"ran over the CEL worker's memory limit ({MEMORY_BYTES // 2**20} MiB)"
+    progress = _Progress(shared)
     while True:
         head = stdin.read(HEADER.size)
         if len(head) < HEADER.size:
@@ -46,23 +60,16 @@ def serve(progress: mmap.mmap, stdin: Any, stdout: Any) -> None:
         texts, items = marshal.loads(stdin.read(size))
         said: list[tuple[int, str, str]] = []
         for position, (which, obj) in enumerate(items):
-            current = [-1]
-
-            def started(expression: int, position: int = position, current: list[int] = current) -> None:
-                nonlocal count
-                count += 1
-                current[0] = expression
-                PROGRESS.pack_into(progress, 0, count, position, expression)
-
-            memory = f"ran over the CEL worker's memory limit ({MEMORY_BYTES // 2**20} MiB)"
+            progress.position = position
             try:
-                outcome = health_exprs.run_in_order(texts[which], obj, started=started)
+                outcome = run(texts[which], obj, started=progress.started)
             except MemoryError:
-                said.append((current[0], health_exprs.Outcome.LIMIT, memory))
+                said.append((progress.expression, limit, memory))
                 continue
             if outcome.kind == health_exprs.Outcome.ERROR and "bad_alloc" in outcome.said:
                 # the runtime's allocation failed at the rlimit and it said so as an error
-                outcome = health_exprs.Outcome(outcome.decided, health_exprs.Outcome.LIMIT, memory)
+                said.append((outcome.decided, limit, memory))
+                continue
             said.append((outcome.decided, outcome.kind, outcome.said))
         stdout.write(json.dumps(said).encode() + b"\n")
         stdout.flush()
