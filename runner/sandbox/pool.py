@@ -6,7 +6,8 @@ reads the worker's progress record every ``TICK``: an evaluation that has used m
 ``EVALUATION_CPU_SECONDS`` of the worker's CPU (or ``EVALUATION_WALL_SECONDS`` of wall clock,
 if the worker is starved) is stopped by killing the worker; its object is ``LIMIT`` for the
 expression it was running, and the frame's other objects go to a new worker. A look that has
-run ``LOOK_SECONDS`` stops the same way and leaves what it did not reach ``UNJUDGED``. A
+used ``LOOK_CPU_SECONDS`` of its workers' CPU (or ``LOOK_WALL_SECONDS``) stops the same way and
+leaves what it did not finish ``UNJUDGED`` (Unknown: no one expression is to blame). A
 worker that dies by itself (its memory rlimit) is the same as a stopped one. Concurrent looks
 (several syncs of ``serve``) each get their own worker, so one tenant's costly expression
 delays no other tenant's look; at most ``IDLE`` idle workers are kept.
@@ -35,8 +36,9 @@ from runner.sandbox.worker import HEADER, PROGRESS
 EVALUATION_CPU_SECONDS = 0.5
 #: wall clock one evaluation may take, whatever the machine's load
 EVALUATION_WALL_SECONDS = 5.0
-#: wall clock one look may spend on all its objects
-LOOK_SECONDS = 10.0
+#: CPU one look may spend on all its objects (its workers' CPU), and its wall-clock backstop
+LOOK_CPU_SECONDS = 10.0
+LOOK_WALL_SECONDS = 60.0
 #: objects per frame: large enough to amortise a round trip, small enough to redo cheaply
 FRAME = 500
 #: how often a waiting look reads the worker's progress
@@ -46,6 +48,10 @@ IDLE = 4
 #: packages (no credentials, tokens or kubeconfig of the runner)
 INHERITED = ("PYTHONPATH", "PYTHONHOME", "PATH", "LANG", "LC_ALL", "LC_CTYPE")
 
+_SPENT = (
+    f"not judged: the look's CEL budget ({LOOK_CPU_SECONDS:g}s of CPU, {LOOK_WALL_SECONDS:g}s in all) "
+    "was spent on other objects"
+)
 _TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 
 
@@ -115,15 +121,20 @@ class Worker:
         except (OSError, ValueError):
             return
 
-    def judge(self, frames: Sequence[bytes], *, until: float) -> tuple[list[list[Outcome]], _Stopped | None]:
+    def judge(
+        self, frames: Sequence[bytes], *, until: float, cpu_left: float
+    ) -> tuple[list[list[Outcome]], _Stopped | None, float]:
         """The outcomes of each frame, in order, until one evaluation runs over (then the
-        worker is ended and ``_Stopped`` says where, in the first frame not returned)."""
+        worker is ended and ``_Stopped`` says where, in the first frame not returned), or the
+        look's budget (``cpu_left`` of CPU, ``until`` on the clock) is spent; and the CPU used."""
+        first_cpu = self._cpu()
         assert self.process.stdout is not None
         before, _, _ = self._progress()
         writer = threading.Thread(target=self._send, args=(frames,), daemon=True, name="cel-frames")
         writer.start()
         done: list[list[Outcome]] = []
-        seen, cpu_at, wall_at = before, self._cpu(), time.monotonic()
+        seen, cpu_at, wall_at = before, first_cpu, time.monotonic()
+        latest = first_cpu
         stdout = self.process.stdout
         stopped: _Stopped | None = None
         while len(done) < len(frames):
@@ -135,24 +146,29 @@ class Worker:
                 done.append([Outcome(int(d), str(k), str(s)) for d, k, s in json.loads(line)])
                 continue
             count, position, expression = self._progress()
-            now = time.monotonic()
+            now, cpu = time.monotonic(), self._cpu()
+            latest = cpu if cpu is not None else latest
+            if (now > until) or (cpu is not None and first_cpu is not None and cpu - first_cpu > cpu_left):
+                # the look as a whole ran out, not one evaluation: Unknown, not Failed
+                self.close()
+                stopped = _Stopped(position, Outcome(-1, Outcome.UNJUDGED, _SPENT))
+                break
             if count != seen:
-                seen, cpu_at, wall_at = count, self._cpu(), now
+                seen, cpu_at, wall_at = count, cpu, now
                 continue
-            cpu = self._cpu()
             over = ""
             if cpu is not None and cpu_at is not None and cpu - cpu_at > EVALUATION_CPU_SECONDS:
                 over = f"ran over the limit of {EVALUATION_CPU_SECONDS:g}s of CPU for one evaluation"
             elif now - wall_at > EVALUATION_WALL_SECONDS:
                 over = f"ran over the limit of {EVALUATION_WALL_SECONDS:g}s for one evaluation"
-            elif now > until:
-                over = f"was stopped: the look's CEL budget of {LOOK_SECONDS:g}s was spent"
             if over:
                 self.close()
                 stopped = _Stopped(position, Outcome(expression, Outcome.LIMIT, over))
                 break
         writer.join()
-        return done, stopped
+        last_cpu = self._cpu() if stopped is None else latest
+        used = (last_cpu or 0.0) - (first_cpu or 0.0)
+        return done, stopped, max(0.0, used)
 
     def _ended(self, before: int) -> _Stopped:
         """The worker died by itself: over its memory rlimit, or worse; the evaluation it had
@@ -204,30 +220,41 @@ class Pool:
     def run(self, work: Sequence[Work]) -> list[Outcome]:
         outcomes: dict[int, Outcome] = {}
         todo = list(range(len(work)))
-        until = time.monotonic() + LOOK_SECONDS
-        worker = self._take()
+        until, cpu_left = time.monotonic() + LOOK_WALL_SECONDS, LOOK_CPU_SECONDS
+        worker: Worker | None = None
         try:
             while todo:
-                if time.monotonic() > until:
-                    spent = f"not judged: the look's CEL budget of {LOOK_SECONDS:g}s was spent on others"
-                    outcomes.update((i, Outcome(-1, Outcome.UNJUDGED, spent)) for i in todo)
+                if time.monotonic() > until or cpu_left <= 0:
+                    outcomes.update((i, Outcome(-1, Outcome.UNJUDGED, _SPENT)) for i in todo)
                     break
+                if worker is None:
+                    try:
+                        worker = self._take()
+                    except OSError as exc:  # no interpreter to start: nobody's expression is to blame
+                        said = f"not judged: the CEL worker could not start ({exc})"
+                        outcomes.update((i, Outcome(-1, Outcome.UNJUDGED, said)) for i in todo)
+                        break
                 frames = [todo[at : at + FRAME] for at in range(0, len(todo), FRAME)]
-                said, stopped = worker.judge([_frame(work, frame) for frame in frames], until=until)
-                for frame, outcome in zip(frames, said, strict=False):
+                done, stopped, used = worker.judge(
+                    [_frame(work, frame) for frame in frames], until=until, cpu_left=cpu_left
+                )
+                cpu_left -= used
+                for frame, outcome in zip(frames, done, strict=False):
                     outcomes.update(zip(frame, outcome, strict=True))
                 if stopped is None:
                     break
-                worker = Worker()
-                rest = [i for frame in frames[len(said) :] for i in frame]
-                if stopped.position < 0:  # the worker could not start: nobody's expression
+                worker = None  # ended by ``judge``: the next round starts another
+                rest = [i for frame in frames[len(done) :] for i in frame]
+                if stopped.position < 0 or stopped.outcome.kind == Outcome.UNJUDGED:
+                    # it ended before evaluating, or the look's budget is spent: nobody's expression
                     outcomes.update((i, stopped.outcome) for i in rest)
                     break
-                culprit = frames[len(said)][stopped.position]
+                culprit = frames[len(done)][stopped.position]
                 outcomes[culprit] = stopped.outcome
                 todo = [i for i in rest if i != culprit]
         finally:
-            self._give(worker)
+            if worker is not None:
+                self._give(worker)
         return [outcomes[i] for i in range(len(work))]
 
 
