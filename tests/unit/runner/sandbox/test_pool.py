@@ -4,6 +4,7 @@ the other objects are judged by a new worker, and this process's threads never w
 from __future__ import annotations
 
 import itertools
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -95,7 +96,7 @@ def test_a_worker_that_cannot_start_leaves_the_objects_unjudged(
     workers: pool.Pool, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Nobody's expression is to blame: Unknown (the wait runs to its timeout naming why), never Failed."""
-    monkeypatch.setattr(pool.sys, "executable", "/nonexistent/python")
+    monkeypatch.setattr(sys, "executable", "/nonexistent/python")
     said = workers.run([Work(("true",), {}), Work(("true",), {})])
     assert [o.kind for o in said] == [Outcome.UNJUDGED] * 2
     assert said[0].said.startswith("not judged: the CEL worker could not start"), said[0]
