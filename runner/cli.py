@@ -19,7 +19,7 @@ from pathlib import Path
 import click
 from click.core import ParameterSource
 
-from lockgate import registry, tlsflags
+from lockgate import registry, terminal, tlsflags
 from lockgate.artifact import limits
 from lockgate.errors import Abandoned, LockgateError, UsageError
 from lockgate.output import output_option
@@ -229,7 +229,7 @@ def reconcile(
     flags = tlsflags.given_options() if config_path is not None else tlsflags.transport_options()
     syncs = [sync.with_flags(flags) for sync in syncs]
     for warning in (w for sync in syncs for w in sync.source.warnings):
-        click.echo(f"warning: {warning}", err=True)
+        terminal.echo(f"warning: {warning}", err=True)
     # notifications (``--config`` syncs with ``notify``) are sent in the background and flushed
     # with a short deadline at the end; they never fail the pass
     notifier = notify.one_shot(kubeconfig, cluster=cluster, context=context)
@@ -254,7 +254,7 @@ def reconcile(
         click.echo(json.dumps(docs[0] if config_path is None else docs, indent=2))
     else:
         for result in results:
-            click.echo(report.table(result))
+            terminal.echo(report.table(result))
     failed: LockgateError | None = next((r.error for r in results if r.error is not None), None)
     if failed is not None:
         failed.json_reported = output == "json"
@@ -416,7 +416,9 @@ def delete(
         kubeconfig=kubeconfig,
         context=context,
     )
-    click.echo(json.dumps(result.to_json(), indent=2) if output == "json" else report.table(result))
+    click.echo(
+        json.dumps(result.to_json(), indent=2) if output == "json" else terminal.lines(report.table(result))
+    )
     if result.error is not None:
         result.error.json_reported = output == "json"
         raise result.error

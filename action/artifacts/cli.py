@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import click
 
 from action import cliopts
-from lockgate import output
+from lockgate import output, terminal
 from lockgate.artifact import limits
 
 if TYPE_CHECKING:
@@ -195,7 +195,7 @@ def build(path: str, out: Path | None, output: str, quiet: bool, **flags: Any) -
             {"digest": layer.digest, "size": layer.size, "files": files, "output": str(out) if out else None}
         )
         return
-    click.echo(f"{layer.digest} {files} files, {layer.size} bytes" + (f" -> {out}" if out else ""))
+    terminal.echo(f"{layer.digest} {files} files, {layer.size} bytes" + (f" -> {out}" if out else ""))
 
 
 @click.command("push")
@@ -288,18 +288,18 @@ def push(
             partial.json_reported = True  # the rows include the failure: no second JSON document
         else:
             for r in partial.results:
-                click.echo(f"{r.status.value} {r.reference}@{r.digest}")
-            click.echo(f"failed {partial.failed}")
+                terminal.echo(f"{r.status.value} {r.reference}@{r.digest}")
+            terminal.echo(f"failed {partial.failed}")
             for path in partial.left:
-                click.echo(f"not attempted {path}")
+                terminal.echo(f"not attempted {path}")
         raise
     if output == "json":
         _emit(results[0].to_json() if each is None else push_mod.results_json(results))
         return
     for r in results:
-        click.echo(f"{r.status.value} {r.reference}@{r.digest}")
+        terminal.echo(f"{r.status.value} {r.reference}@{r.digest}")
         if r.signed is not None:
-            click.echo(r.signed.describe())
+            terminal.echo(r.signed.describe())
 
 
 def _require_push_arguments(args: tuple[str, ...], each: str | None) -> None:
@@ -367,7 +367,7 @@ def pull(
         _emit(result.to_json())
         return
     revision = result.resolved.manifest.annotations.get(metadata.REVISION, "")
-    click.echo(
+    terminal.echo(
         f"pulled {ref.name}@{result.resolved.digest} ({result.files} files) to {out}"
         + (f"; revision {revision}" if revision else "")
     )
@@ -389,7 +389,7 @@ def tag(reference: str, tags: tuple[str, ...], output: str, creds: str | None, i
         _emit({"repository": ref.name, "digest": digest, "tags": list(tags)})
         return
     for new in tags:
-        click.echo(f"tagged {ref.with_tag(new)}@{digest}")
+        terminal.echo(f"tagged {ref.with_tag(new)}@{digest}")
 
 
 @click.command("inspect")
@@ -408,25 +408,26 @@ def inspect(reference: str, media_type: str | None, output: str, creds: str | No
         _emit(info.to_json())
         return
     value = info.to_json()
-    click.echo(f"digest: {value['digest']}")
-    click.echo(f"mediaType: {value['mediaType']}")
+    terminal.echo(f"digest: {value['digest']}")
+    terminal.echo(f"mediaType: {value['mediaType']}")
     if isinstance(info, inspect_mod.IndexInspection):
         for entry in value["manifests"]:
             platform = entry.get("platform") or {}
             where = "/".join(str(platform[k]) for k in ("os", "architecture", "variant") if k in platform)
-            click.echo(f"manifest {entry.get('mediaType', '-')} {entry.get('digest', '-')} {where}".rstrip())
-        click.echo(value["note"])
+            line = f"manifest {entry.get('mediaType', '-')} {entry.get('digest', '-')} {where}"
+            terminal.echo(line.rstrip())
+        terminal.echo(value["note"])
         return
-    click.echo(f"config {value['config']['mediaType']} {value['config']['digest']}")
+    terminal.echo(f"config {value['config']['mediaType']} {value['config']['digest']}")
     for key, val in sorted(value["annotations"].items()):
-        click.echo(f"annotation {key}: {val}")
+        terminal.echo(f"annotation {key}: {val}")
     for layer in value["layers"]:
-        click.echo(f"layer {layer['mediaType']} {layer['digest']} {layer['size']} bytes")
+        terminal.echo(f"layer {layer['mediaType']} {layer['digest']} {layer['size']} bytes")
     for f in info.files:
         if not f.is_dir:
-            click.echo(f"  {f.mode:04o} {f.size:>10} {f.name}")
+            terminal.echo(f"  {f.mode:04o} {f.size:>10} {f.name}")
     if info.note:
-        click.echo(info.note)
+        terminal.echo(info.note)
 
 
 @click.command("list")
@@ -460,7 +461,7 @@ def list_(
         _emit({"repository": ref.name, "tags": tags})
         return
     for t in tags:
-        click.echo(t)
+        terminal.echo(t)
 
 
 @click.command("diff")
@@ -494,6 +495,6 @@ def diff(
     if output == "json":
         _emit(diff_mod.to_json(result))
     else:
-        click.echo(diff_mod.render_text(result))
+        terminal.echo(diff_mod.render_text(result))
     if result.changed:
         raise click.exceptions.Exit(1)

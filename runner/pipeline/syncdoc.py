@@ -33,6 +33,7 @@ from runner.pipeline.documents import (
 from runner.pipeline.options import ObjectRef, Schedule, SyncOptions
 from runner.pipeline.runnerdoc import RunnerSettings
 from runner.plan import deletion, drift, health_exprs, ignore, prune_plan
+from runner.sandbox import pool
 
 if TYPE_CHECKING:
     from lockgate.signing.policy import Policy
@@ -234,7 +235,7 @@ def _health_exprs(sync: SyncEntry, messages: list[str]) -> health_exprs.CustomHe
     for error in errors:
         path: located.Path = ("spec", "healthCheckExprs", error.index, *((error.name,) if error.name else ()))
         messages.append(f"{sync.where(path)}: spec.healthCheckExprs{error.field}: {error.message}")
-    return None if errors else health_exprs.compile_all(specs)
+    return None if errors else health_exprs.compile_all(specs, engine=pool.shared())
 
 
 def _ignore_rules(sync: SyncEntry, messages: list[str]) -> tuple[ignore.Rule, ...]:
