@@ -13,6 +13,7 @@ verification options become a policy through the shared ``lockgate.signing.optio
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import hashlib
 import json
@@ -350,8 +351,12 @@ def parse(data: bytes, name: str, *, dry_run: bool = False) -> Config:
     runner = runners[0][1].spec if runners else RunnerSettings()
     options = [syncdoc.options(sync, runner, dry_run=dry_run, messages=messages) for sync in syncs]
     model.raise_all(messages)
+    # where every sync of the file keeps its records: no sync's artifact may take their names
+    namespaces = frozenset(runner_namespace(o.namespace) for o in options if o is not None) | {
+        runner_namespace(runner.namespace)
+    }
     return Config(
-        syncs=[o for o in options if o is not None],
+        syncs=[dataclasses.replace(o, runner_namespaces=namespaces) for o in options if o is not None],
         runner=runner,
         digest="sha256:" + hashlib.sha256(data).hexdigest(),
         shared_digest=_shared_digest(syncs, [doc for doc, _ in runners]),
