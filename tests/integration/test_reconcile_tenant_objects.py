@@ -1,4 +1,4 @@
-"""One sync cannot overwrite another's inventory (issue 30, item 4).
+"""One sync cannot overwrite another's inventory or delete another's objects (issue 30, items 4, 5).
 
 Two tenants' syncs share a runner namespace, each as its own ServiceAccount, and each may write
 Secrets there (its inventory), as ``deploy/rbac/tenant`` and Flux's multi-tenancy give them.
@@ -20,7 +20,7 @@ from runner.pipeline import reconcile as pipeline
 from runner.pipeline.result import Result
 from runner.plan import applyset
 from tests.integration.history_support import sync_file
-from tests.integration.reconcile_support import configmap, dump, get, push_tree
+from tests.integration.reconcile_support import configmap, dump, get, push_tree, run_pass
 from tests.integration.tenants_support import role, tenant
 from tests.world.kube import Cluster
 from tests.world.registry import Registry
@@ -160,3 +160,61 @@ def test_the_names_lockgate_writes_are_reserved_and_no_object_may_pose_as_a_pare
     assert get(cluster, "secret", "lockgate-later", runner_ns) is None
     assert get(cluster, "configmap", "posing", theirs) is None
 
+
+def _hook(name: str, namespace: str, data: dict[str, str], **annotations: str) -> dict[str, Any]:
+    return configmap(name, namespace, data, annotations={"lockgate.dev/hook": "pre-apply", **annotations})
+
+
+def test_a_hook_deletes_only_its_own_previous_run(cluster: Cluster, registry: Registry, unique: str) -> None:
+    runner_ns, app = f"{unique}-r", f"{unique}-app"
+    for ns in (runner_ns, app):
+        cluster.kubectl("create", "namespace", ns)
+    kube = Kube.from_kubeconfig(cluster.kubeconfig)
+    # a person's ConfigMap, and another sync's object and inventory
+    cluster.kubectl("apply", "-f", "-", input=dump(configmap("settings", app, {"db": "precious"})))
+    other = push_tree(registry, f"{unique}/other", {"cm.yaml": dump(configmap("theirs", app, {"v": "1"}))})
+    assert run_pass(cluster, other, "other", runner_ns).error is None
+
+    web = configmap("web", app, {"v": "1"})
+    for number, (hook, owner) in enumerate(
+        [
+            (_hook("settings", app, {"db": "mine"}), "not lockgate's"),
+            (_hook("theirs", app, {"v": "2"}, **{"lockgate.dev/adopt": "enabled"}), "held by Sync other"),
+            (
+                {
+                    **_secret("lockgate-other", runner_ns),
+                    "metadata": {
+                        "name": "lockgate-other",
+                        "namespace": runner_ns,
+                        "annotations": {"lockgate.dev/hook": "pre-apply"},
+                    },
+                },
+                "Sync other",
+            ),
+        ]
+    ):
+        url = push_tree(registry, f"{unique}/hooked{number}", {"all.yaml": dump(web, hook)})
+        message = _refused(run_pass(cluster, url, "hooked", runner_ns))
+        key = f"{hook['kind']}/{hook['metadata']['namespace']}/{hook['metadata']['name']}"
+        assert key in message and owner in message and "Sync hooked" in message, message
+        assert get(cluster, "configmap", "web", app) is None  # refused before anything was applied
+    person = get(cluster, "configmap", "settings", app)
+    assert person is not None and person["data"] == {"db": "precious"}
+    theirs = get(cluster, "configmap", "theirs", app)
+    assert theirs is not None and theirs["data"] == {"v": "1"}
+    assert store.read(kube, "other", runner_ns).exists
+    assert run_pass(cluster, other, "other", runner_ns).error is None
+
+    # its own previous run is replaced as before, for each new revision
+    for version in ("1", "2"):
+        url = push_tree(
+            registry, f"{unique}/own", {"all.yaml": dump(web, _hook("seed", app, {"v": version}))}
+        )
+        done = run_pass(cluster, url, "hooked", runner_ns)
+        assert done.error is None, done.error
+        seed = get(cluster, "configmap", "seed", app)
+        assert seed is not None and seed["data"] == {"v": version}
+    assert (
+        "replaced the previous run"
+        in {str(e.key): e.reason for e in done.changeset.entries}[f"ConfigMap/{app}/seed"]
+    )
