@@ -9,8 +9,10 @@ kustomization first (``overlays``). Nothing here writes to the cluster, so a ref
 artifact leaves the cluster as it was; the only cluster reads are the Secrets a Sync names
 (``spec.secretRef``, ``spec.verify.secretRef``, and ``spec.certSecretRef`` and
 ``spec.proxySecretRef`` through ``transportrefs``), through ``secretrefs.SecretReader``; an
-attestation requirement's keys are bound to their clusters there, and a quorum over keys bound
-to none is warned about once per process.
+attestation requirement's keys are bound to their clusters there; a quorum of more than one
+cluster over keys bound to none is refused (usage, naming the Secret and the entries to
+rename), unless ``bindKeysToClusters: false`` says so, and a quorum of one is warned about
+once per process.
 """
 
 from __future__ import annotations
@@ -234,6 +236,10 @@ def _attesters(secrets: SecretReader, item: AttestationSpec, field: str) -> atte
     assert item.secret_ref is not None
     selects = keybinding.selector(cluster=item.cluster, clusters=item.clusters)
     policy = secrets.key_policy(item.secret_ref, field=field, bind=item.bind_keys, selects=selects)
+    # the Secret is read at each pass, so a key set a quorum cannot trust is refused here
+    refusal = keybinding.unbound_refusal(policy, min_clusters=item.min_clusters, bind=item.bind_keys)
+    if refusal is not None:
+        raise UsageError(f"{field}: {refusal}")
     warning = keybinding.unbound_warning(policy, quorum=bool(item.clusters), bind=item.bind_keys)
     if warning is not None and f"{field}: {warning}" not in _WARNED:
         _WARNED.add(f"{field}: {warning}")

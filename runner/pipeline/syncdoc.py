@@ -324,18 +324,27 @@ def _attestations(
                 "name the cluster of an earlier stage"
             )
         min_clusters = _quorum(sync, number, own_cluster, healthy=healthy, messages=messages)
-        if item.bind_keys_to_clusters is not None and item.secret_ref is None:
+        shared_key = item.key is not None and item.bind_keys_to_clusters is False
+        if item.bind_keys_to_clusters is not None and item.secret_ref is None and not shared_key:
             messages.append(
                 f"{sync.where(('spec', 'verify', 'attestations', number, 'bindKeysToClusters'))}: "
                 f"{field}.bindKeysToClusters applies to secretRef, a Secret whose entries "
-                "<clusterName>.pub bind each key to its cluster: put the attesters' keys in one"
+                "<clusterName>.pub bind each key to its cluster: put the attesters' keys in one "
+                "(with key, only false is said: one key shared by the clusters)"
             )
-        if item.clusters and item.key is not None:
-            warnings.append(
-                f"{where}: {field}: a quorum checked against one key (key) trusts it for every cluster "
-                f"of {', '.join(item.clusters)}: any runner holding it can attest healthy as all of them; "
+        if item.clusters and item.key is not None and not shared_key:
+            one_key = (
+                f"a quorum checked against one key (key) trusts it for every cluster of "
+                f"{', '.join(item.clusters)}: any runner holding it can attest healthy as all of them; "
                 "give each runner its own key, in a Secret of <clusterName>.pub entries (secretRef)"
             )
+            if min_clusters > 1:  # one key would make the quorum alone: refused unless said
+                messages.append(
+                    f"{where}: {field}: {one_key}, or set bindKeysToClusters: false to accept one key "
+                    "shared by the stage's runners"
+                )
+            else:
+                warnings.append(f"{where}: {field}: {one_key}")
         if not healthy and item.min_age:
             messages.append(
                 f"{where}: spec.verify.attestations[{number}].minAge applies to health attestations only"
