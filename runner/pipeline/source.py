@@ -30,6 +30,7 @@ from lockgate.artifact.limits import Limits
 from lockgate.artifact.manifest import NotFluxArtifact
 from lockgate.errors import RenderError, ResolveError, UsageError, VerificationError
 from lockgate.manifests import K8sObject
+from lockgate.registry.beneath import Tree
 from lockgate.signing import buildclaims, github
 from lockgate.signing.options import Spelling, field_spelling
 from runner.pipeline import cloudidentity, overlays, transportrefs
@@ -129,6 +130,16 @@ class SourceSpec:
     provider: str = "generic"
     #: with a provider, the ServiceAccount (``spec.serviceAccountName``) whose annotated identity is used
     identity_account: str | None = None
+    #: an ``oci-layout://`` url's allowed root (``runner.pipeline.layoutroots``), and the setting
+    #: that allows it; None: any directory (the command line's own choice)
+    layout_root: str | None = None
+    layout_setting: str = ""
+
+    def layout_tree(self) -> Tree | None:
+        """What a layout store reads and writes through: the allowed root, never a link out of it."""
+        if self.layout_root is None:
+            return None
+        return Tree(Path(self.layout_root), setting=self.layout_setting)
 
     @property
     def needs_secrets(self) -> bool:
@@ -435,6 +446,7 @@ def fetch(
             provider=spec.provider,
             identity=identity,
             insecure=spec.insecure,
+            layout_tree=spec.layout_tree(),
         )
     policy = spec.policy
     if spec.verify_secret_ref is not None:

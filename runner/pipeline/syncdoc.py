@@ -10,7 +10,7 @@ document, the field) rather than raised, so a file's problems are reported all a
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePath
 from typing import TYPE_CHECKING
 
 from lockgate import located, registry, semver
@@ -21,7 +21,16 @@ from lockgate.signing import buildclaims, github
 from lockgate.signing.buildclaims import BuildClaims
 from lockgate.signing.github import GitHubClaims
 from lockgate.signing.options import VerifyOptions, build_policy, field_spelling, policy_warnings
-from runner.pipeline import attesting, decrypt, eventfilter, notifications, overlays, source, substitute
+from runner.pipeline import (
+    attesting,
+    decrypt,
+    eventfilter,
+    layoutroots,
+    notifications,
+    overlays,
+    source,
+    substitute,
+)
 from runner.pipeline.documents import (
     AttestationRequirement,
     Notify,
@@ -29,7 +38,7 @@ from runner.pipeline.documents import (
     SyncSpec,
     Verify,
 )
-from runner.pipeline.options import ObjectRef, Schedule, SyncOptions
+from runner.pipeline.options import ObjectRef, Schedule, SyncOptions, runner_namespace
 from runner.pipeline.runnerdoc import RunnerSettings
 from runner.plan import deletion, drift, health_exprs, ignore, prune_plan
 
@@ -118,13 +127,24 @@ def _policy(sync: SyncEntry, messages: list[str]) -> Policy | None:
 
 
 def options(
-    sync: SyncEntry, runner: RunnerSettings, *, dry_run: bool, messages: list[str]
+    sync: SyncEntry,
+    runner: RunnerSettings,
+    *,
+    dry_run: bool,
+    messages: list[str],
+    directory: PurePath | None = None,
 ) -> SyncOptions | None:
-    """The sync's options; None, with every reason in ``messages``, when its spec is refused."""
+    """The sync's options; None, with every reason in ``messages``, when its spec is refused.
+    ``directory``: the config file's own, a platform sync's default layout root."""
     spec: SyncSpec = sync.value.spec
     verify = spec.verify
     found = len(messages)
     _check_source(sync, messages)
+    layout = layoutroots.allowed(
+        spec.url, runner_namespace(spec.namespace or runner.namespace), runner, directory
+    )
+    if isinstance(layout, str):
+        messages.append(f"{sync.where(('spec', 'url'))}: spec.url: {layout}")
     policy = _policy(sync, messages)
     attestations, warned = _attestations(sync, runner.cluster_name, messages)
     providers = _providers(sync, runner, messages)
@@ -160,6 +180,8 @@ def options(
             identity_account=(spec.service_account_name or runner.default_service_account)
             if spec.provider != "generic"
             else None,
+            layout_root=layout.root if isinstance(layout, layoutroots.Allowed) else None,
+            layout_setting=layout.setting if isinstance(layout, layoutroots.Allowed) else "",
         ),
         namespace=spec.namespace or runner.namespace,
         target_namespace=spec.target_namespace,
