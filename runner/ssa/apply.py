@@ -181,6 +181,8 @@ class StageApplier:
             return
         errors = []
         for item in items:
+            if not item.policy.applies:
+                continue  # never written by a pass (ssa: Ignore, reconcile: disabled)
             why = reserved.why(item.key, item.body)
             if why is not None:
                 errors.append(_about(item, ApplyError(reserved.message(why))))
