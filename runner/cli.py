@@ -361,6 +361,12 @@ def serve(
     "apply it again); its Runner gives the namespace and defaultServiceAccount.",
 )
 @click.option(
+    "--service-account",
+    help="Delete as this ServiceAccount of the runner namespace (default: the Runner's "
+    "defaultServiceAccount, of --config or of the runner installed in the namespace; never the one "
+    "the inventory records, which the sync's own account can write).",
+)
+@click.option(
     "--deletion-policy",
     type=click.Choice([p.value for p in deletion_plan.Policy]),
     help="Instead of the deletionPolicy the sync recorded: MirrorPrune, Delete, WaitForTermination "
@@ -391,6 +397,7 @@ def delete(
     name: str,
     namespace: str | None,
     config_path: Path | None,
+    service_account: str | None,
     deletion_policy: str | None,
     timeout: str | None,
     allow_mass_prune: bool,
@@ -406,6 +413,7 @@ def delete(
         timeout=config.parse_duration(timeout) if timeout else None,
         allow_mass_prune=allow_mass_prune,
         dry_run=dry_run,
+        service_account=service_account,
         concurrency=concurrency,
     )
     result = departures.by_hand(

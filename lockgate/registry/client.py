@@ -38,6 +38,7 @@ from lockgate.registry.transport import RetryPolicy, Transport
 
 if TYPE_CHECKING:
     from lockgate.registry import cloud
+    from lockgate.registry.beneath import Tree
 
 CHUNK = 1 << 20
 MAX_MANIFEST_BYTES = oci.MAX_DOCUMENT_BYTES
@@ -76,6 +77,7 @@ class RegistryClient:
         options: TransportOptions | None = None,
         provider: str = "generic",
         identity: cloud.Identity | None = None,
+        layout_tree: Tree | None = None,
     ) -> RegistryClient:
         """A client for ``ref.host``; plain http when ``insecure``, https then http when loopback.
 
@@ -83,13 +85,14 @@ class RegistryClient:
         ``options``: CA, client certificate and proxy (``lockgate.registry.connection``).
         ``provider`` (aws, azure, gcp): credentials from the cloud's workload identity (or
         ``identity``, a per-sync one) instead of the Docker config (``lockgate.registry.cloud``).
-        An ``oci-layout://`` reference gets the layout directory's store (``layout_dir``)."""
+        An ``oci-layout://`` reference gets the layout directory's store (``layout_dir``), every
+        file reached through ``layout_tree`` (a Sync's allowed root; default ``/``)."""
         if ref.layout is not None:
             from pathlib import Path
 
             from lockgate.registry import layout_dir
 
-            return layout_dir.LayoutStore.open(Path(ref.layout))
+            return layout_dir.LayoutStore.open(Path(ref.layout), tree=layout_tree)
         refused = None
         if provider != "generic":
             from lockgate.registry import cloud as cloud_mod

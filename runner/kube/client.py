@@ -276,13 +276,16 @@ class Kube:
         *,
         propagation: str = "Background",
         resource_version: str = "",
+        uid: str = "",
     ) -> bool:
         """Delete; False when it was already gone. With ``resource_version`` only that version
-        of the object is deleted (a newer one answers 409)."""
+        of the object is deleted (a newer one answers 409), with ``uid`` only that object (not
+        one created again under its name)."""
         self._before_write()
         body: dict[str, Any] = {"propagationPolicy": propagation}
-        if resource_version:
-            body["preconditions"] = {"resourceVersion": resource_version}
+        preconditions = {k: v for k, v in (("resourceVersion", resource_version), ("uid", uid)) if v}
+        if preconditions:
+            body["preconditions"] = preconditions
         try:
             self.transport.request(
                 "DELETE",

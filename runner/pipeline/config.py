@@ -13,11 +13,13 @@ verification options become a policy through the shared ``lockgate.signing.optio
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import hashlib
 import json
+import os
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePath
 
 from lockgate import located, model, registry
 from lockgate.artifact.limits import Limits
@@ -27,7 +29,7 @@ from lockgate.model import parse_duration
 from lockgate.redact import scrub
 from lockgate.registry import cloud
 from lockgate.signing.options import Spelling, VerifyOptions, build_policy, policy_warnings
-from runner.pipeline import decrypt, source, syncdoc
+from runner.pipeline import decrypt, layoutroots, source, syncdoc
 from runner.pipeline.documents import API_VERSION, SyncDocument
 from runner.pipeline.options import RESERVED_PREFIX, SyncOptions, runner_namespace
 from runner.pipeline.runnerdoc import KINDS, RunnerDocument, RunnerSettings, WebhookSettings
@@ -350,11 +352,14 @@ def load(path: Path, *, dry_run: bool = False) -> Config:
         data = path.read_bytes()
     except OSError as exc:
         raise UsageError(f"--config {path}: {exc.strerror}") from None
-    return parse(data, str(path), dry_run=dry_run)
+    # the file's directory as named (a mounted ConfigMap's file is a link into ..data: not followed)
+    directory = PurePath(os.path.abspath(path)).parent
+    return parse(data, str(path), dry_run=dry_run, directory=directory)
 
 
-def parse(data: bytes, name: str, *, dry_run: bool = False) -> Config:
-    """``load`` of a file's bytes; ``name`` is where they came from, in every error."""
+def parse(data: bytes, name: str, *, dry_run: bool = False, directory: PurePath | None = None) -> Config:
+    """``load`` of a file's bytes; ``name`` is where they came from, in every error, and
+    ``directory`` the file's own (the platform syncs' default layout root; None: none)."""
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError:
@@ -379,10 +384,21 @@ def parse(data: bytes, name: str, *, dry_run: bool = False) -> Config:
         messages.append(f"{name}: no Sync documents")
     # every document's own checks too, so one run lists all of the file's problems
     runner = runners[0][1].spec if runners else RunnerSettings()
-    options = [syncdoc.options(sync, runner, dry_run=dry_run, messages=messages) for sync in syncs]
+    for entry, number, why in layoutroots.problems(runner):
+        doc = runners[0][0]
+        at = doc.line_of(("spec", "layoutRoots", entry, "paths", number))
+        messages.append(f"{doc.file}:{at}: Runner: spec.layoutRoots[{entry}].paths[{number}]: {why}")
+    options = [
+        syncdoc.options(sync, runner, dry_run=dry_run, messages=messages, directory=directory)
+        for sync in syncs
+    ]
     model.raise_all(messages)
+    # where every sync of the file keeps its records: no sync's artifact may take their names
+    namespaces = frozenset(runner_namespace(o.namespace) for o in options if o is not None) | {
+        runner_namespace(runner.namespace)
+    }
     return Config(
-        syncs=[o for o in options if o is not None],
+        syncs=[dataclasses.replace(o, runner_namespaces=namespaces) for o in options if o is not None],
         runner=runner,
         digest="sha256:" + hashlib.sha256(data).hexdigest(),
         shared_digest=_shared_digest(syncs, [doc for doc, _ in runners]),

@@ -121,8 +121,10 @@ class AttestationRequirement:
         "bindKeysToClusters",
         "With secretRef: bind each key to the cluster its entry names (<clusterName>.pub), so an "
         "attestation counts only for its key's cluster. true: every entry; false: none (any key for any "
-        "cluster); unset: every entry when any is named after a cluster this requirement selects, else "
-        "none (a quorum then warns once).",
+        "cluster: one key shared by the clusters, said in so many words; with key, only false may be "
+        "set); unset: every entry when any is named after a cluster this requirement selects, else none, "
+        "and then a quorum of more than one cluster is refused at the pass (one key could make it alone) "
+        "and a quorum of one warns once.",
     )
     identity: str | None = attr(
         "identity", "Keyless: the attester's certificate identity (SAN), exactly (instead of a key)."

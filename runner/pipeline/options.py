@@ -96,6 +96,9 @@ class SyncOptions:
     ignore: tuple[ignore.Rule, ...] = ()
     #: ``spec.driftDetection.mode``: correct drift (enabled), report it only (warn), or neither
     drift_detection: drift.Mode = drift.Mode.ENABLED
+    #: every runner namespace of the configuration (its Runner's and its syncs'): the names
+    #: lockgate writes there are no artifact's to take (``runner.plan.reserved``)
+    runner_namespaces: frozenset[str] = frozenset()
 
     def impersonated_user(self, namespace: str) -> str | None:
         if not self.service_account_name:

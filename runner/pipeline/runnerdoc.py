@@ -120,6 +120,25 @@ class CapabilitiesSettings:
 
 
 @dataclass(frozen=True)
+class LayoutRoot:
+    """Directories the syncs of one namespace may read ``oci-layout://`` artifacts from."""
+
+    namespace: str = attr(
+        "namespace",
+        "The syncs' runner namespace (their spec.namespace, else the Runner's).",
+        required=True,
+        pattern=NAME_PATTERN,
+    )
+    paths: tuple[str, ...] = attr(
+        "paths",
+        "Absolute directories: a Sync's oci-layout:// directory must be one of them or lie under one, "
+        "and is reached without following a symlink out of it (its spec.attest writes there too).",
+        required=True,
+        factory=tuple,
+    )
+
+
+@dataclass(frozen=True)
 class RunnerSettings:
     """Process settings of lockgate serve (at most one Runner document per file)."""
 
@@ -206,6 +225,14 @@ class RunnerSettings:
         "Publish the cluster's Kubernetes version and served API versions, signed, so CI renders Helm "
         "charts for this cluster without cluster credentials.",
         factory=CapabilitiesSettings,
+    )
+    layout_roots: tuple[LayoutRoot, ...] = attr(
+        "layoutRoots",
+        "Where the syncs of each namespace may read oci-layout:// directories (the runner reads every "
+        "mirror its Pod mounts, every team's). Without an entry for it, the Runner's own namespace "
+        "(platform syncs) may read under the config file's own directory and any other namespace "
+        "(tenant syncs) none; an entry replaces that default.",
+        factory=tuple,
     )
 
 

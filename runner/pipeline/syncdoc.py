@@ -10,7 +10,7 @@ document, the field) rather than raised, so a file's problems are reported all a
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePath
 from typing import TYPE_CHECKING
 
 from lockgate import forge, located, registry, semver
@@ -22,7 +22,16 @@ from lockgate.signing import buildclaims, github
 from lockgate.signing.buildclaims import BuildClaims
 from lockgate.signing.github import GitHubClaims
 from lockgate.signing.options import VerifyOptions, build_policy, field_spelling, policy_warnings
-from runner.pipeline import attesting, decrypt, eventfilter, notifications, overlays, source, substitute
+from runner.pipeline import (
+    attesting,
+    decrypt,
+    eventfilter,
+    layoutroots,
+    notifications,
+    overlays,
+    source,
+    substitute,
+)
 from runner.pipeline.documents import (
     AttestationRequirement,
     Notify,
@@ -30,7 +39,7 @@ from runner.pipeline.documents import (
     SyncSpec,
     Verify,
 )
-from runner.pipeline.options import ObjectRef, Schedule, SyncOptions
+from runner.pipeline.options import ObjectRef, Schedule, SyncOptions, runner_namespace
 from runner.pipeline.runnerdoc import RunnerSettings
 from runner.plan import deletion, drift, health_exprs, ignore, prune_plan
 from runner.sandbox import pool
@@ -120,13 +129,24 @@ def _policy(sync: SyncEntry, messages: list[str]) -> Policy | None:
 
 
 def options(
-    sync: SyncEntry, runner: RunnerSettings, *, dry_run: bool, messages: list[str]
+    sync: SyncEntry,
+    runner: RunnerSettings,
+    *,
+    dry_run: bool,
+    messages: list[str],
+    directory: PurePath | None = None,
 ) -> SyncOptions | None:
-    """The sync's options; None, with every reason in ``messages``, when its spec is refused."""
+    """The sync's options; None, with every reason in ``messages``, when its spec is refused.
+    ``directory``: the config file's own, a platform sync's default layout root."""
     spec: SyncSpec = sync.value.spec
     verify = spec.verify
     found = len(messages)
     _check_source(sync, messages)
+    layout = layoutroots.allowed(
+        spec.url, runner_namespace(spec.namespace or runner.namespace), runner, directory
+    )
+    if isinstance(layout, str):
+        messages.append(f"{sync.where(('spec', 'url'))}: spec.url: {layout}")
     policy = _policy(sync, messages)
     attestations, warned = _attestations(sync, runner.cluster_name, messages)
     providers = _providers(sync, runner, messages)
@@ -162,6 +182,8 @@ def options(
             identity_account=(spec.service_account_name or runner.default_service_account)
             if spec.provider != "generic"
             else None,
+            layout_root=layout.root if isinstance(layout, layoutroots.Allowed) else None,
+            layout_setting=layout.setting if isinstance(layout, layoutroots.Allowed) else "",
         ),
         namespace=spec.namespace or runner.namespace,
         target_namespace=spec.target_namespace,
@@ -326,18 +348,27 @@ def _attestations(
                 "name the cluster of an earlier stage"
             )
         min_clusters = _quorum(sync, number, own_cluster, healthy=healthy, messages=messages)
-        if item.bind_keys_to_clusters is not None and item.secret_ref is None:
+        shared_key = item.key is not None and item.bind_keys_to_clusters is False
+        if item.bind_keys_to_clusters is not None and item.secret_ref is None and not shared_key:
             messages.append(
                 f"{sync.where(('spec', 'verify', 'attestations', number, 'bindKeysToClusters'))}: "
                 f"{field}.bindKeysToClusters applies to secretRef, a Secret whose entries "
-                "<clusterName>.pub bind each key to its cluster: put the attesters' keys in one"
+                "<clusterName>.pub bind each key to its cluster: put the attesters' keys in one "
+                "(with key, only false is said: one key shared by the clusters)"
             )
-        if item.clusters and item.key is not None:
-            warnings.append(
-                f"{where}: {field}: a quorum checked against one key (key) trusts it for every cluster "
-                f"of {', '.join(item.clusters)}: any runner holding it can attest healthy as all of them; "
+        if item.clusters and item.key is not None and not shared_key:
+            one_key = (
+                f"a quorum checked against one key (key) trusts it for every cluster of "
+                f"{', '.join(item.clusters)}: any runner holding it can attest healthy as all of them; "
                 "give each runner its own key, in a Secret of <clusterName>.pub entries (secretRef)"
             )
+            if min_clusters > 1:  # one key would make the quorum alone: refused unless said
+                messages.append(
+                    f"{where}: {field}: {one_key}, or set bindKeysToClusters: false to accept one key "
+                    "shared by the stage's runners"
+                )
+            else:
+                warnings.append(f"{where}: {field}: {one_key}")
         if not healthy and item.min_age:
             messages.append(
                 f"{where}: spec.verify.attestations[{number}].minAge applies to health attestations only"

@@ -138,6 +138,8 @@ class Service:
         self._requests: dict[str, str] = {}
         #: runner namespaces of syncs a reload removed: where their inventories wait for deletion
         self._left: set[str] = set()
+        #: (sync, runner namespace) -> the ServiceAccount its passes ran as in this process
+        self._accounts: dict[tuple[str, str], str | None] = {}
         self.departures = departures.Departures(
             self.kube,
             self.keeper,
@@ -148,7 +150,7 @@ class Service:
                 blocked=self._deletion_blocked,
                 owns=self._owns,
                 guard=self.scheduler.guard,
-                default_service_account=lambda: self.config.runner.default_service_account,
+                service_account=self._service_account,
                 deleted=self.metrics.forget,
             ),
         )
@@ -262,6 +264,17 @@ class Service:
                     daemon=True,
                 ).start()
         self._namespaces = {o.name: pipeline.runner_namespace(o.namespace) for o in cfg.syncs}
+        # kept after a reload removes the sync: its deletion is made as it ran
+        self._accounts.update(
+            {(o.name, pipeline.runner_namespace(o.namespace)): o.service_account_name for o in cfg.syncs}
+        )
+
+    def _service_account(self, name: str, namespace: str) -> str | None:
+        """The ServiceAccount a departed sync is deleted as: the one it ran as in this process,
+        else the Runner's defaultServiceAccount (``departures``); never its inventory's."""
+        if (name, namespace) in self._accounts:
+            return self._accounts[(name, namespace)]
+        return self.config.runner.default_service_account
 
     def reload(self) -> bool:
         """Load the file again if its bytes changed; a bad file is refused and the old one kept."""
