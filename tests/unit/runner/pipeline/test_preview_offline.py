@@ -70,7 +70,8 @@ def test_sops_values_are_named_never_decrypted_nor_refused() -> None:
 
 def test_a_sops_entry_of_a_secret_is_named() -> None:
     entry = base64.b64encode(
-        b"password: ENC[AES256_GCM,data:a,iv:b,tag:c,type:str]\nsops:\n  mac: ENC[AES256_GCM,data:m,iv:i,tag:t,type:str]\n"
+        b"password: ENC[AES256_GCM,data:a,iv:b,tag:c,type:str]\n"
+        b"sops:\n  mac: ENC[AES256_GCM,data:m,iv:i,tag:t,type:str]\n"
     )
     body = {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s", "namespace": "a"}}
     body["data"] = {"app.yaml": entry.decode()}
