@@ -114,7 +114,8 @@ def test_one_comment_then_the_same_updated_on_the_next_push_and_the_markdown_ren
         ]
     body = github.comments[comment_id]["body"]
     # the key is the workflow name act gives the job (GitHub gives the caller's)
-    assert body.startswith("<!-- lockgate:lockgate pr diff -->\n") and '"red"' in body and '"green"' not in body
+    assert body.startswith("<!-- lockgate:lockgate pr diff -->\n")
+    assert '"red"' in body and '"green"' not in body
     summaries = [s for s in second.summaries() if "lockgate preview" in s]
     assert summaries and summaries[-1].strip() == body.split("\n", 1)[1].strip()
     assert any("lockgate preview" in s for s in first.summaries())
