@@ -159,7 +159,10 @@ def test_the_fleet_page_workflow_builds_the_page_under_act(
         f"actions/deploy-pages@d6db90164ac5ed86f2b6aed7e0febac5b3c0c03e={pages}",
     ]
     run = act.run_workflow(
-        repo, ".github/workflows/fleet.yml", action=act.stage_action(tmp_path / "action"), extra_args=stand_ins
+        repo,
+        ".github/workflows/fleet.yml",
+        action=act.stage_action(tmp_path / "action"),
+        extra_args=stand_ins,
     )
     assert run.code == 0, run.tail()
     assert "wrote site/index.html" in run.text(), run.tail()
