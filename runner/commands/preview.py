@@ -16,7 +16,7 @@ from typing import Any
 
 import click
 
-from lockgate import registry, tlsflags
+from lockgate import output, registry, tlsflags
 from lockgate.artifact import pack
 from lockgate.errors import ExitCode, UsageError
 from lockgate.signing import github
@@ -83,14 +83,8 @@ def _client_for(creds: str | None, insecure: bool) -> preview_run.ClientFor:
 @click.option("--creds", metavar="USER:PASSWORD", help="Registry credentials (else Docker config).")
 @click.option("--insecure", is_flag=True, help="Plain http (localhost and 127.0.0.1: https, then http).")
 @tlsflags.tls_options()
-@click.option(
-    "--output",
-    "-o",
-    "output",
-    type=click.Choice(["table", "json", "markdown"]),
-    default="table",
-    show_default=True,
-    help="A table, the Markdown of the comment, or JSON (docs/preview.md).",
+@output.output_option_with(
+    "markdown", help="A table, the Markdown of the comment, or JSON (docs/preview.md; a failure too)."
 )
 def preview(
     path: Path,

@@ -84,6 +84,7 @@ class _Registries:
         self._clients: dict[str, registry.RegistryClient] = {}
         self._readers: dict[str, Reader] = {}
         self._sources: dict[str, str] = {}
+        self.lookups = running.Lookups()
 
     def client(self, ref: registry.Reference) -> registry.RegistryClient:
         with self._lock:
@@ -150,7 +151,11 @@ def _preview_one(
         ref = registry.parse(options.source.url)
         client = registries.client(ref)
         found = running.find(
-            options, label=cluster.label, client=client, reader=registries.reader(ref) if attester else None
+            options,
+            label=cluster.label,
+            client=client,
+            reader=registries.reader(ref) if attester else None,
+            lookups=registries.lookups,
         )
         target.running = found.running
         old: list[Desired] = []

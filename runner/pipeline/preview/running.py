@@ -15,12 +15,14 @@ semver range) names now, and says that this is not proven to run there.
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass
 
 from lockgate import registry
 from lockgate.errors import ResolveError, VerificationError
 from lockgate.fleet import running as fleet_running
 from lockgate.fleet.evidence import Reader
+from lockgate.fleet.matrix import Claim
 from runner.pipeline import source
 from runner.pipeline.options import SyncOptions
 from runner.plan.preview.model import Basis, Hazard, HazardKind, Running
@@ -30,6 +32,37 @@ from runner.plan.preview.model import Basis, Hazard, HazardKind, Running
 class Found:
     running: Running
     hazards: tuple[Hazard, ...] = ()
+
+
+class Lookups:
+    """What every target of one preview shares: a repository's health claims (its referrer tags
+    listed and every attestation verified once, for all clusters and syncs) and each digest's
+    signature verified once per policy."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._claims: dict[tuple[str, tuple[str, ...]], dict[str, list[Claim]]] = {}
+        self._signers: dict[tuple[str, str, int], tuple[str, list[str], list[Hazard]]] = {}
+
+    def claims(
+        self, reader: Reader, client: registry.RegistryClient, ref: registry.Reference, tags: list[str]
+    ) -> dict[str, list[Claim]]:
+        key = (ref.name, tuple(tags))
+        with self._lock:
+            if key not in self._claims:
+                digests = fleet_running.candidates(client, ref.repository, tags)
+                self._claims[key] = fleet_running.claims(reader, digests)
+            return self._claims[key]
+
+    def signature(
+        self, options: SyncOptions, ref: registry.Reference, digest: str, client: registry.RegistryClient
+    ) -> tuple[str, list[str], list[Hazard]]:
+        key = (ref.name, digest, id(options.source.policy))
+        with self._lock:
+            if key not in self._signers:
+                self._signers[key] = _signature(options, ref, digest, client)
+            signer, notes, hazards = self._signers[key]
+            return signer, list(notes), list(hazards)
 
 
 def _tags(spec: source.SourceSpec, client: registry.RegistryClient) -> tuple[registry.Reference, list[str]]:
@@ -90,6 +123,7 @@ def find(
     label: str,
     client: registry.RegistryClient,
     reader: Reader | None,
+    lookups: Lookups,
 ) -> Found:
     """What cluster ``label`` runs for the sync ``options``: attested when ``reader`` (whose
     policies hold this cluster's attester) verifies an attestation, else the tag."""
@@ -100,15 +134,12 @@ def find(
         notes.append(f"{label} does not attest this sync (spec.attest is not set)")
     else:
         cluster = options.attest.cluster
-        claims = {}
-        if reader is not None:
-            digests = fleet_running.candidates(client, ref.repository, tags)
-            claims = fleet_running.claims(reader, digests)
+        claims = lookups.claims(reader, client, ref, tags) if reader is not None else {}
         looked = fleet_running.choose(claims, cluster=cluster, sync=options.name)
         notes += _untrusted(looked, cluster, reader is not None)
         if looked.chosen is not None:
             digest, claim = looked.chosen.digest, looked.chosen.claim
-            signer, more, hazards = _signature(options, ref, digest, client)
+            signer, more, hazards = lookups.signature(options, ref, digest, client)
             return Found(
                 Running(
                     Basis.ATTESTED,
@@ -132,7 +163,7 @@ def find(
         f"compared with what {ref.tag or ref.digest} names now ({digest[:19]}), which the cluster "
         "is not proven to run"
     )
-    signer, more, hazards = _signature(options, ref, digest, client)
+    signer, more, hazards = lookups.signature(options, ref, digest, client)
     revision = f"{ref.tag}@{digest}" if ref.tag and not ref.digest else digest
     return Found(
         Running(Basis.TAG, digest=digest, revision=revision, verified_by=signer, notes=tuple(notes + more)),
