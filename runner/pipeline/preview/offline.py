@@ -17,9 +17,12 @@ from __future__ import annotations
 
 import base64
 import binascii
+import json
+import threading
 from collections.abc import Iterator, Mapping, Set
 from typing import Any
 
+from lockgate.diff.secret_values import SecretValues
 from lockgate.errors import VerificationError
 from lockgate.manifests import K8sObject
 from runner.pipeline import decrypt, substitute
@@ -135,8 +138,40 @@ def seal(found: list[K8sObject], decryption: decrypt.Decryption | None) -> tuple
     return sealed, count
 
 
-def prepare(found: list[K8sObject], options: SyncOptions) -> tuple[list[K8sObject], tuple[str, ...]]:
+class Memo:
+    """The substitutions made so far in one preview: the same object with the same variables
+    (a cluster's two revisions share most objects, every sync of a cluster its values) is
+    substituted once. Substitution is a function of the object's body, its secret marks and
+    the sync's ``postBuild``; the cached result keeps only those, never the object's origin."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._done: dict[tuple[str, str, SecretValues], tuple[dict[str, Any], SecretValues]] = {}
+
+    def substitute(
+        self, obj: K8sObject, variables: Variables, names: SecretNames, *, always: bool, key: str
+    ) -> K8sObject:
+        wanted = (key, json.dumps(obj.body, sort_keys=True, default=str), obj.secret)
+        with self._lock:
+            known = self._done.get(wanted)
+        if known is None:
+            made = substitute.substitute_object(obj, variables, always=always, secret=names)
+            known = (made.body, made.secret)
+            with self._lock:
+                self._done[wanted] = known
+        return K8sObject(body=known[0], file=obj.file, line=obj.line, secret=known[1])
+
+
+def _key(post_build: substitute.PostBuild) -> str:
+    sources = [(s.kind, s.name, s.optional) for s in post_build.substitute_from]
+    return json.dumps([sorted(post_build.substitute.items()), sources, post_build.always])
+
+
+def prepare(
+    found: list[K8sObject], options: SyncOptions, memo: Memo | None = None
+) -> tuple[list[K8sObject], tuple[str, ...]]:
     """``reconcile.prepare_fetched`` without the cluster; with what a person should know."""
+    memo = memo or Memo()
     notes: list[str] = []
     prepared, sealed = seal(found, options.decryption)
     if sealed:
@@ -148,9 +183,9 @@ def prepare(found: list[K8sObject], options: SyncOptions) -> tuple[list[K8sObjec
     if post_build is not None and post_build.wanted:
         variables = Variables(post_build)
         names = SecretNames(variables)
+        key = _key(post_build)
         prepared = [
-            substitute.substitute_object(obj, variables, always=post_build.always, secret=names)
-            for obj in prepared
+            memo.substitute(obj, variables, names, always=post_build.always, key=key) for obj in prepared
         ]
         if variables.fallback is not None:
             notes.append(

@@ -39,6 +39,8 @@ class Workspace:
         self._lock = threading.Lock()
         self._pulled: dict[tuple[str, str], Path] = {}
         self._count = 0
+        #: substitutions shared by every render of the preview
+        self.memo = offline.Memo()
 
     def close(self) -> None:
         self._tmp.cleanup()
@@ -118,7 +120,7 @@ def desired(root: Path, workspace: Workspace, options: SyncOptions) -> tuple[lis
         allow_remote_bases=spec.allow_remote_bases,
         overlay=spec.overlay,
     )
-    objects, notes = offline.prepare(built.objects, options)
+    objects, notes = offline.prepare(built.objects, options, workspace.memo)
     guessed: set[str] = set()
     placed = placement.place(
         objects, target_namespace=options.target_namespace, cluster_scope=_scope_for(objects, guessed)
