@@ -20,9 +20,13 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import json
+import os
+import resource
 import statistics
+import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 from typing import Any
 
@@ -172,20 +176,23 @@ def run(world: World) -> list[BenchResult]:
         for c, config in enumerate(configs(world, repo, work)):
             argv += ["--cluster", str(config), "--attester-key", f"c{c}={work / f'c{c}.pub'}"]
         env = {"LOCKGATE_KUSTOMIZE": str(binaries.binary("kustomize"))}
-        times, requests = [], {}
+        times, cpus, requests = [], [], {}
         for _ in range(REPEATS):
             measured = _run(argv, env)
             times.append(measured[0])
-            requests = measured[1]
-        document = measured[2]
+            cpus.append(measured[1])
+            requests = measured[2]
+        document = measured[3]
         basis = sorted({t["running"]["basis"] for t in document["targets"]})
         print(f"preview: {', '.join(f'{t:.2f}' for t in times)} s; {requests}", flush=True)
-        peer_times = []
+        peer_times, peer_cpu = [], []
         for _ in range(CLUSTERS * len(APPS)):
             # diff exits 1 when the manifests differ: a result, not a failure
-            peer = _timed([*LOCKGATE, "diff", str(path), world.registry.oci(repo, ":latest")], env)
-            peer_times.append(peer)
+            wall, used = _timed([*LOCKGATE, "diff", str(path), world.registry.oci(repo, ":latest")], env)
+            peer_times.append(wall)
+            peer_cpu.append(used)
         ours, theirs = statistics.median(times), sum(peer_times)
+        load = os.getloadavg()[0]
         total = sum(requests.values())
         return [
             BenchResult(
@@ -197,6 +204,9 @@ def run(world: World) -> list[BenchResult]:
                 goal="< 10 s",
                 extra={
                     "runs": ", ".join(f"{t:.2f}" for t in times),
+                    "CPU s": ", ".join(f"{c:.2f}" for c in cpus),
+                    "peer CPU s": f"{sum(peer_cpu):.2f}",
+                    "load average": f"{load:.1f} on {os.cpu_count()} cores",
                     "registry requests": f"{total} ({_verbs(requests)})",
                     "basis": "/".join(basis),
                     "targets": len(document["targets"]),
@@ -210,30 +220,28 @@ def _verbs(requests: dict[str, int]) -> str:
     return ", ".join(f"{verb} {count}" for verb, count in sorted(requests.items()))
 
 
-def _timed(argv: list[str], env: dict[str, str]) -> float:
-    import os
-    import subprocess
-    import time
+def _child_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
 
-    start = time.perf_counter()
+
+def _timed(argv: list[str], env: dict[str, str]) -> tuple[float, float]:
+    """(wall seconds, CPU seconds of the command and its children: kustomize...)."""
+    cpu, start = _child_cpu(), time.perf_counter()
     proc = subprocess.run(argv, capture_output=True, text=True, env={**os.environ, **env})
     if proc.returncode not in (0, 1):
         raise RuntimeError(f"{' '.join(argv)} failed ({proc.returncode}): {proc.stderr[-2000:]}")
-    return time.perf_counter() - start
+    return time.perf_counter() - start, _child_cpu() - cpu
 
 
-def _run(argv: list[str], env: dict[str, str]) -> tuple[float, dict[str, int], dict[str, Any]]:
-    import os
-    import subprocess
-    import time
-
-    start = time.perf_counter()
+def _run(argv: list[str], env: dict[str, str]) -> tuple[float, float, dict[str, int], dict[str, Any]]:
+    cpu, start = _child_cpu(), time.perf_counter()
     proc = subprocess.run(argv, capture_output=True, text=True, env={**os.environ, **env})
-    elapsed = time.perf_counter() - start
+    elapsed, used = time.perf_counter() - start, _child_cpu() - cpu
     if proc.returncode not in (0, 1):
         raise RuntimeError(f"preview failed ({proc.returncode}): {proc.stderr[-2000:]}")
     document = json.loads(proc.stdout)
-    return elapsed, dict(document["requests"]), document
+    return elapsed, used, dict(document["requests"]), document
 
 
 def main(argv: list[str] | None = None) -> int:

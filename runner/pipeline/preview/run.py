@@ -143,6 +143,7 @@ def _preview_one(
     workspace: render.Workspace,
     registries: _Registries,
     attester: bool,
+    shown: str,
 ) -> Target:
     target = Target(
         cluster=cluster.label, config=str(cluster.file), sync=options.name, url=options.source.url
@@ -159,15 +160,13 @@ def _preview_one(
         )
         target.running = found.running
         old: list[Desired] = []
-        notes: tuple[str, ...] = ()
         if found.running.digest:
             pulled = workspace.pulled(client, ref, found.running.digest, options.source.limits)
             old, _ = render.desired(pulled, workspace, options)
         new, notes = render.desired(local, workspace, options)
         if not new and not options.prune:
-            raise RenderError(
-                f"{local.name}: PATH renders no objects for {options.name} (and it does not prune)"
-            )
+            where = f"{shown}/{options.source.path}" if options.source.path else shown
+            raise RenderError(f"{where} holds no objects for the sync {options.name}, which does not prune")
         settings = planner.Settings(
             prune=options.prune,
             prune_options=options.prune_options,
@@ -243,7 +242,13 @@ def _preview(request: Request, client_for: ClientFor) -> tuple[Preview, dict[str
             made = list(
                 pool.map(
                     lambda pair: _preview_one(
-                        pair[0], pair[1], local, workspace, registries, pair[0].label in attesters
+                        pair[0],
+                        pair[1],
+                        local,
+                        workspace,
+                        registries,
+                        pair[0].label in attesters,
+                        str(request.path),
                     ),
                     chosen,
                 )
