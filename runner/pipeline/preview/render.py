@@ -27,6 +27,7 @@ from runner.pipeline.options import SyncOptions, runner_namespace
 from runner.pipeline.preview import offline
 from runner.plan import applyset, placement
 from runner.plan.desired import Desired, prepare
+from runner.plan.overlay import Overlay
 from runner.plan.preview import scopes
 
 
@@ -41,6 +42,7 @@ class Workspace:
         self._count = 0
         #: substitutions shared by every render of the preview
         self.memo = offline.Memo()
+        self._built: dict[tuple[Path, str | None, Overlay | None, bool], source.Built] = {}
 
     def close(self) -> None:
         self._tmp.cleanup()
@@ -79,6 +81,25 @@ class Workspace:
         with self._lock:
             return self._pulled.setdefault(key, target)
 
+    def build(self, root: Path, spec: source.SourceSpec) -> source.Built:
+        """``source.build`` of ``root`` for ``spec``, once per artifact, path and overlay: syncs
+        of several clusters that render the same directory the same way share the objects
+        (nothing after the build changes a body)."""
+        key = (root, spec.path, spec.overlay, spec.allow_remote_bases)
+        with self._lock:
+            known = self._built.get(key)
+        if known is not None:
+            return known
+        wanted = spec.overlay is not None and spec.overlay.wanted
+        built = source.build(
+            self.copy(root) if wanted else root,
+            spec.path,
+            allow_remote_bases=spec.allow_remote_bases,
+            overlay=spec.overlay,
+        )
+        with self._lock:
+            return self._built.setdefault(key, built)
+
     def copy(self, root: Path) -> Path:
         """A copy for one sync to render: its overlay is written into the kustomization."""
         target = self._fresh("render")
@@ -112,14 +133,7 @@ def _scope_for(objects: list[K8sObject], guessed: set[str]) -> placement.Cluster
 
 def desired(root: Path, workspace: Workspace, options: SyncOptions) -> tuple[list[Desired], tuple[str, ...]]:
     """The objects the sync's pass would send for the artifact extracted at ``root``."""
-    spec = options.source
-    wanted = spec.overlay is not None and spec.overlay.wanted
-    built = source.build(
-        workspace.copy(root) if wanted else root,
-        spec.path,
-        allow_remote_bases=spec.allow_remote_bases,
-        overlay=spec.overlay,
-    )
+    built = workspace.build(root, options.source)
     objects, notes = offline.prepare(built.objects, options, workspace.memo)
     guessed: set[str] = set()
     placed = placement.place(
