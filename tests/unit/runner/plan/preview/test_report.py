@@ -30,7 +30,7 @@ def hostile_target(sync: str = "app") -> Target:
 
 
 def html(text: str) -> str:
-    return MarkdownIt("commonmark").enable("table").render(text)
+    return str(MarkdownIt("commonmark").enable("table").render(text))
 
 
 def test_hostile_values_stay_inside_code_spans() -> None:
