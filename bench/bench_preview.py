@@ -254,7 +254,18 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         world.stop()
     RESULTS.mkdir(exist_ok=True)
-    text = ["# lockgate preview at size", "", (__doc__ or "").strip(), "", *markdown_table(rows), ""]
+    text = [
+        "# lockgate preview at size",
+        "",
+        (__doc__ or "").strip(),
+        "",
+        *markdown_table(rows),
+        "",
+        "The wall time depends on what else the machine runs (its load average is in the notes); the",
+        "CPU seconds of the command and its children do not, and bound the wall time on an idle",
+        "machine from below: the preview's work is Python under one interpreter lock.",
+        "",
+    ]
     (RESULTS / f"{args.name}.md").write_text("\n".join(text))
     (RESULTS / f"{args.name}.json").write_text(json.dumps([r.as_dict() for r in rows], indent=2) + "\n")
     for row in rows:
