@@ -204,7 +204,8 @@ def _preview(inputs: Inputs, env: Mapping[str, str], workdir: Path, files: dict[
         argv += ["--attester-key", key]
     if inputs.text("base"):
         argv += ["--base", inputs.text("base")]
-    if inputs.flag("comment"):
+    # a comment needs a pull request: another event (a dispatch, a push) previews into the summary
+    if inputs.flag("comment") and env.get("GITHUB_EVENT_NAME", "").startswith("pull_request"):
         argv.append("--comment")
     return argv + (["--insecure"] if inputs.flag("insecure") else []) + ["--output", "json"]
 
@@ -264,7 +265,7 @@ def plan(inputs: Inputs, env: Mapping[str, str], workdir: Path) -> Invocation:
     if inputs.text("password"):
         extra["LOCKGATE_PASSWORD"] = inputs.text("password")
     wants_token = (command == "images-update" and inputs.flag("pr")) or (
-        command == "preview" and inputs.flag("comment")
+        command == "preview" and "--comment" in argv
     )
     if wants_token and not env.get("GITHUB_TOKEN") and env.get(TOKEN_ENV):
         extra["GITHUB_TOKEN"] = env[TOKEN_ENV]
