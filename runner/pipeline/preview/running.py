@@ -43,6 +43,31 @@ class Lookups:
         self._lock = threading.Lock()
         self._claims: dict[tuple[str, tuple[str, ...]], dict[str, list[Claim]]] = {}
         self._signers: dict[tuple[str, str, int], tuple[str, list[str], list[Hazard]]] = {}
+        self._tags: dict[tuple[str, str | None], tuple[registry.Reference, list[str]]] = {}
+        self._digests: dict[str, str] = {}
+
+    def tags(
+        self, spec: source.SourceSpec, client: registry.RegistryClient
+    ) -> tuple[registry.Reference, list[str]]:
+        """``_tags``, once per URL and semver range (a semver range lists the tags once)."""
+        key = (spec.url, spec.semver)
+        with self._lock:
+            known = self._tags.get(key)
+        if known is None:
+            known = _tags(spec, client)
+            with self._lock:
+                self._tags[key] = known
+        return known[0], list(known[1])
+
+    def resolve(self, ref: registry.Reference, client: registry.RegistryClient) -> str:
+        """The digest ``ref`` names, one HEAD per reference for the whole preview."""
+        with self._lock:
+            known = self._digests.get(str(ref))
+        if known is None:
+            known = client.resolve(ref)
+            with self._lock:
+                self._digests[str(ref)] = known
+        return known
 
     def claims(
         self, reader: Reader, client: registry.RegistryClient, ref: registry.Reference, tags: list[str]
@@ -128,7 +153,7 @@ def find(
     """What cluster ``label`` runs for the sync ``options``: attested when ``reader`` (whose
     policies hold this cluster's attester) verifies an attestation, else the tag."""
     spec = options.source
-    ref, tags = _tags(spec, client)
+    ref, tags = lookups.tags(spec, client)
     notes: list[str] = []
     if options.attest is None:
         notes.append(f"{label} does not attest this sync (spec.attest is not set)")
@@ -155,7 +180,7 @@ def find(
     if not tags and not ref.digest:
         raise ResolveError(f"{spec.url}: no tag to fall back to")
     try:
-        digest = client.resolve(ref)
+        digest = lookups.resolve(ref, client)
     except ResolveError as exc:
         notes.append(f"{exc.message}: every object is shown as new")
         return Found(Running(Basis.NONE, notes=tuple(notes)))
