@@ -25,6 +25,7 @@ from lockgate.fleet.evidence import Reader
 from lockgate.fleet.matrix import Claim
 from runner.pipeline import source
 from runner.pipeline.options import SyncOptions
+from runner.pipeline.preview import targets
 from runner.plan.preview.model import Basis, Hazard, HazardKind, Running
 
 
@@ -42,7 +43,7 @@ class Lookups:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._claims: dict[tuple[str, tuple[str, ...]], dict[str, list[Claim]]] = {}
-        self._signers: dict[tuple[str, str, int], tuple[str, list[str], list[Hazard]]] = {}
+        self._signers: dict[tuple[str, str, str], tuple[str, list[str], list[Hazard]]] = {}
         self._tags: dict[tuple[str, str | None], tuple[registry.Reference, list[str]]] = {}
         self._digests: dict[str, str] = {}
 
@@ -82,7 +83,8 @@ class Lookups:
     def signature(
         self, options: SyncOptions, ref: registry.Reference, digest: str, client: registry.RegistryClient
     ) -> tuple[str, list[str], list[Hazard]]:
-        key = (ref.name, digest, id(options.source.policy))
+        # by what the policy trusts, not by its object: every sync loads its own copy of a key
+        key = (ref.name, digest, targets.who_may_sign(options.source))
         with self._lock:
             if key not in self._signers:
                 self._signers[key] = _signature(options, ref, digest, client)
