@@ -152,7 +152,8 @@ INPUTS: tuple[Spec, ...] = (
     Spec("base", "preview: the Git revision the cluster files are compared with (who may sign).", default=""),
     Spec(
         "comment",
-        "preview: keep one pull-request comment with the preview (skipped when the token may not write).",
+        "preview: on pull_request events, keep one comment with the preview "
+        "(skipped when the token may not write).",
         _FLAG,
         "true",
     ),
