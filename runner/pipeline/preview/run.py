@@ -260,8 +260,16 @@ def _preview(request: Request, client_for: ClientFor) -> tuple[Preview, dict[str
         where = f"--url {request.url}" if request.url else f"the source {wanted_source}"
         listed = ", ".join(f"{c.label}/{s.name} ({s.source.url})" for c in clusters for s in c.loaded.syncs)
         raise UsageError(f"no sync of the --cluster files takes {where}: {listed}")
+    notes: list[str] = []
     if wanted_source is not None:
-        preview.notes = (f"syncs chosen by the source their artifact was built from: {wanted_source}",)
+        notes.append(f"syncs chosen by the source their artifact was built from: {wanted_source}")
+    taken = {(t.cluster, t.sync) for t in made}
+    others = [
+        f"{c.label}/{s.name}" for c in clusters for s in c.loaded.syncs if (c.label, s.name) not in taken
+    ]
+    if others:
+        notes.append(f"{len(others)} syncs take other repositories and are left out: {', '.join(others)}")
+    preview.notes = tuple(notes)
     return preview, registries.counts
 
 
