@@ -46,6 +46,7 @@ PLANNED: dict[str, str] = {
     "rollback": "Roll a sync back to an earlier digest, verified again.",
     "delete": "Delete a sync: its objects by its deletionPolicy, then its inventory.",
     "receivers": "Print each registry receiver's secret hook path.",
+    "preview": "Show what each cluster's next pass does with PATH, from the registry alone.",
 }
 
 #: where each landed command lives; tests/unit/test_cli.py checks these match the entry points
@@ -71,6 +72,7 @@ COMMANDS: dict[str, str] = {
     "rollback": "runner.commands.history:rollback_",
     "delete": "runner.cli:delete",
     "receivers": "runner.commands.receivers:receivers_",
+    "preview": "runner.commands.preview:preview",
 }
 
 

@@ -267,6 +267,17 @@ class Repository:
         sha, _, when = out.strip().partition(" ")
         return (sha, int(when)) if status == 0 and sha and when.isdigit() else None
 
+    def read_at(self, revision: str, path: Path) -> str | None:
+        """The text of ``path`` as committed at ``revision``; None when it was not there.
+        An unknown revision raises ``GitError``."""
+        spec = f"{revision}:{self._from_root(path).as_posix()}"
+        status, out, err = self._git("show", spec)
+        if status == 0:
+            return out
+        if "exists on disk, but not in" in err or "does not exist in" in err:
+            return None
+        raise GitError(f"git show {spec} failed: {redact(err.strip())}")
+
     def configured_url(self, remote: str = "origin") -> str | None:
         """``remote.<name>.url`` as written in the config (no ``insteadOf`` applied)."""
         section = f'remote "{remote}"'

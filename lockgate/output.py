@@ -27,22 +27,23 @@ CONTEXT_SETTINGS: dict[str, Any] = {"help_option_names": ["-h", "--help"]}
 
 
 class OutputFormat(click.Choice[str]):
-    """``table`` or ``json``; ``text`` is accepted as ``table``."""
+    """``table`` or ``json`` (and a command's ``extra`` formats); ``text`` is accepted as ``table``."""
 
     name = "output"
 
-    def __init__(self) -> None:
-        super().__init__(["table", "json", "text"])
+    def __init__(self, extra: tuple[str, ...] = ()) -> None:
+        super().__init__(["table", "json", *extra, "text"])
+        self.shown = (*SHOWN, *extra)
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
         if isinstance(value, str) and value not in self.choices:
             # click would list every choice, the hidden alias too
-            self.fail(f"{value!r} is not one of {', '.join(repr(c) for c in SHOWN)}.", param, ctx)
+            self.fail(f"{value!r} is not one of {', '.join(repr(c) for c in self.shown)}.", param, ctx)
         chosen = super().convert(value, param, ctx)
         return ALIASES.get(chosen, chosen)
 
     def get_metavar(self, param: click.Parameter, ctx: click.Context | None = None) -> str:
-        return "[table|json]"
+        return "[" + "|".join(self.shown) + "]"
 
 
 def output_option(func: F) -> F:
@@ -56,6 +57,24 @@ def output_option(func: F) -> F:
         show_default=True,
         help='Print the result as a table or as JSON (a failure too, as {"error": ...}).',
     )(func)
+
+
+def output_option_with(*extra: str, help: str) -> Callable[[F], F]:
+    """``output_option`` with a command's own formats after ``table`` and ``json`` (``preview``'s
+    ``markdown``)."""
+
+    def decorate(func: F) -> F:
+        return click.option(
+            "--output",
+            "-o",
+            "output",
+            type=OutputFormat(extra),
+            default="table",
+            show_default=True,
+            help=help,
+        )(func)
+
+    return decorate
 
 
 class OutPath(click.Path):

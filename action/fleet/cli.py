@@ -19,6 +19,7 @@ from action import cliopts
 from action.signing.cli import keyless_policy_options, keyless_verify_options
 from lockgate import output as output_mod
 from lockgate import terminal
+from lockgate.errors import UsageError
 
 if TYPE_CHECKING:
     from lockgate.errors import LockgateError
@@ -49,6 +50,20 @@ REDRAW = "\x1b[H\x1b[2J"
     "--last", type=int, metavar="N", help="Only the N newest digests (by their created annotation, then tag)."
 )
 @click.option("--watch", is_flag=True, help="Read again every --interval until Ctrl-C.")
+@click.option(
+    "--html",
+    "html_dir",
+    type=click.Path(path_type=Path, file_okay=False),
+    help="Write a static, read-only page (index.html, style.css, fleet.json) into this directory.",
+)
+@click.option(
+    "--waits-for",
+    "waits",
+    multiple=True,
+    metavar="NAME=FIELD=VALUE,...",
+    help="With --html: a downstream sync's requirement, as verify.attestations[] words "
+    "(production=clusters=staging-*,minClusters=2,minAge=1h); each revision says if it is met.",
+)
 @click.option("--interval", default="10s", show_default=True, help="Time between --watch refreshes.")
 @cliopts.registry_options
 @cliopts.output_option
@@ -59,6 +74,8 @@ def fleet(
     semver: str | None,
     last: int | None,
     watch: bool,
+    html_dir: Path | None,
+    waits: tuple[str, ...],
     interval: str,
     creds: str | None,
     insecure: bool,
@@ -85,6 +102,18 @@ def fleet(
     )
     for warning in commands.warnings(request):
         terminal.echo(f"warning: {warning}", err=True)
+    if waits and html_dir is None:
+        raise UsageError("--waits-for is shown on the page: give --html DIR")
+    if html_dir is not None:
+        if watch:
+            raise UsageError("--html writes the page once: run it on a schedule instead of --watch")
+        written = commands.page(request, html_dir, waits, creds=creds, insecure=insecure)
+        click.echo(
+            json.dumps(written.to_json(), indent=2)
+            if output == "json"
+            else f"wrote {html_dir / 'index.html'}"
+        )
+        return
     if not watch:
         shown = commands.read(request, creds=creds, insecure=insecure)
         click.echo(

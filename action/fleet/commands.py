@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from lockgate.registry import Reference
     from lockgate.signing.attest import AttestationPolicy
     from lockgate.signing.policy import KeySetPolicy
+    from lockgate.signing.requirements import Requirement, Verdict
 
 
 @dataclass(frozen=True)
@@ -115,6 +116,91 @@ def read(request: FleetRequest, *, creds: str | None, insecure: bool) -> Fleet:
     """The fleet as the registry holds it now."""
     fleet_reader, ref = reader(request, creds=creds, insecure=insecure)
     return fleet_reader.fleet(ref, _selection(request))
+
+
+def parse_waits(value: str) -> tuple[str, dict[str, str]]:
+    """``--waits-for NAME=FIELD=VALUE,...``: a downstream sync's requirement, in the words of a
+    Sync's ``verify.attestations[]`` (``cluster``, or ``clusters`` separated by ``|`` with
+    ``minClusters`` and ``maxFailures``; ``minAge``)."""
+    name, sep, spec = value.partition("=")
+    fields: dict[str, str] = {}
+    for part in spec.split(",") if sep else ():
+        key, eq, text = part.partition("=")
+        if not eq or key.strip() not in _WAIT_FIELDS:
+            raise UsageError(
+                f"--waits-for {value}: expected NAME=FIELD=VALUE,... with fields {', '.join(_WAIT_FIELDS)} "
+                "(e.g. production=clusters=staging-*,minClusters=2,minAge=1h)"
+            )
+        fields[key.strip()] = text.strip()
+    if not name or not sep or ("cluster" in fields) == ("clusters" in fields):
+        raise UsageError(f"--waits-for {value}: name the downstream and give cluster or clusters")
+    return name, fields
+
+
+_WAIT_FIELDS = ("cluster", "clusters", "minClusters", "maxFailures", "minAge")
+
+
+def _requirement(fields: dict[str, str], policy: AttestationPolicy, where: str) -> Requirement:
+    from lockgate.model import parse_duration
+    from lockgate.signing import quorum
+    from lockgate.signing.requirements import Requirement
+
+    try:
+        min_age = parse_duration(fields["minAge"]) if "minAge" in fields else 0.0
+        need = None
+        if "clusters" in fields:
+            entries = tuple(e for e in fields["clusters"].split("|") if e)
+            need = quorum.Quorum(
+                quorum.Selection(entries),
+                min_clusters=int(fields.get("minClusters", str(len(entries)))),
+                max_failures=int(fields.get("maxFailures", "0")),
+            )
+    except (ValueError, LockgateError) as exc:
+        raise UsageError(f"--waits-for {where}: {exc}") from None
+    return Requirement(cluster=fields.get("cluster"), policy=policy, min_age=min_age, quorum=need)
+
+
+def page(
+    request: FleetRequest, directory: Path, waits: tuple[str, ...], *, creds: str | None, insecure: bool
+) -> Fleet:
+    """Write the fleet's static page into ``directory`` (each file replaced whole)."""
+    import datetime as dt
+
+    from lockgate.fleet import matrix
+    from lockgate.fleet import page as page_mod
+    from lockgate.signing import attest, requirements
+
+    parsed = [parse_waits(value) for value in waits]
+    fleet_reader, ref = reader(request, creds=creds, insecure=insecure)
+    wanted = [_requirement(fields, fleet_reader.policies[0], name) for name, fields in parsed]
+    now = dt.datetime.now(dt.UTC)
+    revisions = fleet_reader.revisions(ref, _selection(request))
+    evidence = {r.digest: fleet_reader.evidence(r.digest) for r in revisions}
+    claims = {digest: found.claims() for digest, found in evidence.items()}
+    fleet = matrix.build(ref.name, revisions, claims, time=attest.timestamp(now))
+    known = frozenset(c.cluster for found in claims.values() for c in found if c.verified)
+    shown = [
+        page_mod.Waits(
+            name=name,
+            requirement=requirement.describe(),
+            verdicts={
+                digest: _verdict(requirements.evaluate(requirement, found.found(0), now=now, known=known))
+                for digest, found in evidence.items()
+            },
+        )
+        for (name, _), requirement in zip(parsed, wanted, strict=True)
+    ]
+    files = page_mod.render(fleet, shown)
+    directory.mkdir(parents=True, exist_ok=True)
+    for name, content in files.items():
+        partial = directory / f".{name}.partial"
+        partial.write_text(content, encoding="utf-8")
+        partial.replace(directory / name)
+    return fleet
+
+
+def _verdict(verdict: Verdict) -> tuple[bool, str]:
+    return verdict.ok, verdict.reason.removeprefix("waiting for ")
 
 
 def watch(

@@ -15,7 +15,7 @@ from enum import Enum
 
 from lockgate.errors import UsageError
 
-COMMANDS = ("push", "sign", "verify", "diff", "images-update", "reconcile", "install")
+COMMANDS = ("push", "sign", "verify", "diff", "preview", "images-update", "reconcile", "install")
 ENV_PREFIX = "LOCKGATE_INPUT_"
 
 
@@ -141,6 +141,22 @@ INPUTS: tuple[Spec, ...] = (
     Spec(
         "fail-on-change", "diff: fail the step when the manifests differ from the artifact.", _FLAG, "false"
     ),
+    Spec(
+        "clusters",
+        "preview: each cluster's runner configuration file, [NAME=]FILE, one a line.",
+        _LIST,
+    ),
+    Spec(
+        "attester-keys", "preview: CLUSTER=FILE, the public key of each cluster's runner attestations.", _LIST
+    ),
+    Spec("base", "preview: the Git revision the cluster files are compared with (who may sign).", default=""),
+    Spec(
+        "comment",
+        "preview: on pull_request events, keep one comment with the preview "
+        "(skipped when the token may not write).",
+        _FLAG,
+        "true",
+    ),
     Spec("summary", "Write a Job Summary.", _FLAG, "true"),
     Spec("python", "The Python (>= 3.11) lockgate is installed with.", default="python3"),
 )
@@ -162,7 +178,7 @@ def split_lines(text: str) -> tuple[str, ...]:
 
 
 #: list inputs whose items may contain commas: one a line only
-_LINES_ONLY = frozenset({"annotations", "values"})
+_LINES_ONLY = frozenset({"annotations", "values", "clusters", "attester-keys"})
 
 
 @dataclass(frozen=True)

@@ -189,6 +189,27 @@ def _diff(inputs: Inputs, env: Mapping[str, str], workdir: Path, files: dict[Pat
     return ["diff", path, url, *_build_flags(inputs), *_common(inputs)]
 
 
+def _preview(inputs: Inputs, env: Mapping[str, str], workdir: Path, files: dict[Path, str]) -> list[str]:
+    clusters = inputs.items("clusters")
+    if not clusters:
+        raise UsageError(
+            "input `clusters` is required by command `preview`: each cluster's runner configuration"
+        )
+    argv = ["preview", inputs.require("path", "preview")]
+    for cluster in clusters:
+        argv += ["--cluster", cluster]
+    if inputs.text("url"):
+        argv += ["--url", inputs.text("url")]
+    for key in inputs.items("attester-keys"):
+        argv += ["--attester-key", key]
+    if inputs.text("base"):
+        argv += ["--base", inputs.text("base")]
+    # a comment needs a pull request: another event (a dispatch, a push) previews into the summary
+    if inputs.flag("comment") and env.get("GITHUB_EVENT_NAME", "").startswith("pull_request"):
+        argv.append("--comment")
+    return argv + (["--insecure"] if inputs.flag("insecure") else []) + ["--output", "json"]
+
+
 def _images_update(
     inputs: Inputs, env: Mapping[str, str], workdir: Path, files: dict[Path, str]
 ) -> list[str]:
@@ -227,6 +248,7 @@ BUILDERS: dict[str, _Builder] = {
     "sign": _sign,
     "verify": _verify,
     "diff": _diff,
+    "preview": _preview,
     "images-update": _images_update,
     "reconcile": _reconcile,
 }
@@ -242,12 +264,11 @@ def plan(inputs: Inputs, env: Mapping[str, str], workdir: Path) -> Invocation:
     extra = _registry_env(inputs, env)
     if inputs.text("password"):
         extra["LOCKGATE_PASSWORD"] = inputs.text("password")
-    if (
-        command == "images-update"
-        and inputs.flag("pr")
-        and not env.get("GITHUB_TOKEN")
-        and env.get(TOKEN_ENV)
-    ):
+    wants_token = (command == "images-update" and inputs.flag("pr")) or (
+        command == "preview" and "--comment" in argv
+    )
+    if wants_token and not env.get("GITHUB_TOKEN") and env.get(TOKEN_ENV):
         extra["GITHUB_TOKEN"] = env[TOKEN_ENV]
-    ok = frozenset({0, 1}) if command == "diff" and not inputs.flag("fail-on-change") else frozenset({0})
+    differs = command == "preview" or (command == "diff" and not inputs.flag("fail-on-change"))
+    ok = frozenset({0, 1}) if differs else frozenset({0})
     return Invocation(command, tuple(argv), extra, files, ok)

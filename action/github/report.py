@@ -61,6 +61,8 @@ def outputs(command: str, result: Result) -> dict[str, str]:
         out["changed"] = _bool(command == "sign" and result.get("status") == "signed")
     elif command == "diff":
         out["changed"] = _bool(not result.get("equal", True))
+    elif command == "preview":
+        out["changed"] = _bool(bool(result.get("changed")))
     elif command == "images-update":
         updated = updates(result)
         out["updated"] = json.dumps(updated)
@@ -128,7 +130,10 @@ def _objects_table(result: Mapping[str, Any]) -> list[str]:
 
 
 def summary(command: str, result: Result) -> str:
-    """The Job Summary markdown for ``command``'s result."""
+    """The Job Summary markdown for ``command``'s result; for ``preview``, the very text of its
+    pull-request comment."""
+    if command == "preview" and failure(result) is None and isinstance(result.get("markdown"), str):
+        return str(result["markdown"]) + "\n"
     lines = [f"### lockgate {command}", ""]
     failed = failure(result)
     if failed is not None:

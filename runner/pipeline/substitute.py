@@ -117,6 +117,10 @@ def substitute_object(
     where = _where(obj)
     try:
         envsubst.check_names(variables)
+        if not _mentions_dollar(obj.body):
+            # nothing to substitute: the text would come back as it went (the round trip through
+            # YAML keeps every value), so the dump and the parse are saved
+            return obj
         # no line folding: a folded ${...} would carry the fold into the template
         text = yaml.safe_dump(obj.body, sort_keys=True, allow_unicode=True, width=2**31 - 1)
         output, spans = envsubst.evaluate_marked(text, variables, secret)
@@ -130,6 +134,22 @@ def substitute_object(
         raise RenderError(f"{where}: after postBuild substitution the text holds {len(found)} objects")
     marked = obj.secret.union(SecretValues.of(_scalars_in(output, spans))) if spans else obj.secret
     return K8sObject(body=found[0].body, file=obj.file, line=obj.line, secret=marked)
+
+
+def _mentions_dollar(node: Any) -> bool:
+    """Whether any key or string of ``node`` holds a ``$`` (only then can envsubst change it)."""
+    pending = [node]
+    while pending:
+        item = pending.pop()
+        if isinstance(item, str):
+            if "$" in item:
+                return True
+        elif isinstance(item, dict):
+            pending.extend(item.keys())
+            pending.extend(item.values())
+        elif isinstance(item, list):
+            pending.extend(item)
+    return False
 
 
 def _scalars_in(text: str, spans: Sequence[tuple[int, int]]) -> list[Any]:

@@ -276,3 +276,25 @@ def test_provider_reaches_the_registry_commands_as_a_flag() -> None:
     verified = make(command="verify", url=f"{ecr}@sha256:{'a' * 64}", key="k.pub", provider="gcp")
     assert verified.argv[verified.argv.index("--provider") + 1] == "gcp"
     assert "--provider" not in make(command="push", path="deploy", url=f"{ecr}:main").argv
+
+
+def test_preview_passes_each_cluster_and_key_as_one_argument_and_comments_on_pull_requests() -> None:
+    env = {plan.TOKEN_ENV: "ghs", "GITHUB_EVENT_NAME": "pull_request"}
+    invocation = make(
+        env,
+        command="preview",
+        path="deploy",
+        clusters="clusters/staging one.yaml\nprod=clusters/prod.yaml",
+        attester_keys="staging=keys/a b.pub",
+        base="abc123",
+    )
+    assert invocation.argv == (
+        "preview", "deploy", "--cluster", "clusters/staging one.yaml", "--cluster", "prod=clusters/prod.yaml",
+        "--attester-key", "staging=keys/a b.pub", "--base", "abc123", "--comment", "--output", "json",
+    )  # fmt: skip
+    assert invocation.env["GITHUB_TOKEN"] == "ghs" and invocation.ok_codes == {0, 1}
+    # no pull request (a dispatch): no comment, the summary only
+    dispatch = make({**env, "GITHUB_EVENT_NAME": "workflow_dispatch"}, command="preview", clusters="c.yaml")
+    assert "--comment" not in dispatch.argv and "GITHUB_TOKEN" not in dispatch.env
+    with pytest.raises(UsageError, match="input `clusters` is required by command `preview`"):
+        make(command="preview")
