@@ -46,6 +46,8 @@ PLANNED: dict[str, str] = {
     "rollback": "Roll a sync back to an earlier digest, verified again.",
     "delete": "Delete a sync: its objects by its deletionPolicy, then its inventory.",
     "receivers": "Print each registry receiver's secret hook path.",
+    "import": "Write a lockgate config from Flux's objects, and report what it cannot carry.",
+    "adopt": "Take over what Flux's kustomize-controller applied, after flux suspend.",
 }
 
 #: where each landed command lives; tests/unit/test_cli.py checks these match the entry points
@@ -71,6 +73,8 @@ COMMANDS: dict[str, str] = {
     "rollback": "runner.commands.history:rollback_",
     "delete": "runner.cli:delete",
     "receivers": "runner.commands.receivers:receivers_",
+    "import": "runner.commands.fluximport:import_",
+    "adopt": "runner.commands.adopt:adopt",
 }
 
 

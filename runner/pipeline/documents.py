@@ -64,6 +64,12 @@ class Metadata:
         pattern=NAME_PATTERN,
         max_length=NAME_MAX,
     )
+    annotations: dict[str, str] = attr(
+        "annotations",
+        "Notes on the sync that change nothing it does; lockgate import writes "
+        "lockgate.dev/flux-kustomization: NAMESPACE/NAME, the Kustomization lockgate adopt takes over.",
+        factory=dict,
+    )
 
 
 @dataclass(frozen=True)
