@@ -96,6 +96,15 @@ class SyncOptions:
     ignore: tuple[ignore.Rule, ...] = ()
     #: ``spec.driftDetection.mode``: correct drift (enabled), report it only (warn), or neither
     drift_detection: drift.Mode = drift.Mode.ENABLED
+    #: other field managers whose fields the pass takes over (Flux's ``--override-manager``);
+    #: ``lockgate adopt`` sets ``kustomize-controller``
+    override_managers: tuple[str, ...] = ()
+    #: the Sync's ``metadata.annotations`` (notes that change nothing a pass does; ``lockgate
+    #: adopt`` reads ``lockgate.dev/flux-kustomization``)
+    annotations: tuple[tuple[str, str], ...] = ()
+
+    def annotation(self, key: str) -> str | None:
+        return dict(self.annotations).get(key)
 
     def impersonated_user(self, namespace: str) -> str | None:
         if not self.service_account_name:

@@ -136,6 +136,7 @@ def options(
     warnings = tuple(f"{sync.where(('spec', 'verify'))}: {w}" for w in policy_warnings(policy, source.FIELDS))
     return SyncOptions(
         name=sync.value.metadata.name,
+        annotations=tuple(sorted(sync.value.metadata.annotations.items())),
         source=source.SourceSpec(
             url=spec.url,
             semver=spec.semver,

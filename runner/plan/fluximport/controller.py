@@ -2,9 +2,10 @@
 
 Pure. The flags come from the container of the ``kustomize-controller`` Deployment (in the
 cluster, or in the fleet repository's ``gotk-components.yaml``). Flux allows remote bases
-unless ``--no-remote-bases``; lockgate refuses them unless ``allowRemoteBases`` — so a Flux
-that allowed them is carried as allowing them, with a ``security`` row. Without the
-Deployment, the flags ``flux install`` sets are assumed (remote bases refused).
+unless ``--no-remote-bases`` (``flux install`` does not set it); lockgate refuses them unless
+``allowRemoteBases`` — so a Flux that allowed them is carried as allowing them, with a
+``security`` row. Without the Deployment the flags are unknown: lockgate's defaults stay
+(remote bases refused), and a row says so.
 """
 
 from __future__ import annotations
@@ -53,8 +54,9 @@ def runner_settings(deployment: FluxObject | None, report: Report) -> dict[str, 
             f"Deployment flux-system/{DEPLOYMENT}",
             "spec.template.spec.containers[manager].args",
             RowClass.SEMANTIC,
-            "not found: the flags flux install sets are assumed (no remote bases, no default "
-            "ServiceAccount, cross-namespace references allowed)",
+            "not found, so Flux's flags are unknown: lockgate's defaults are kept (remote bases refused, "
+            "where Flux allows them unless --no-remote-bases; no default ServiceAccount; cross-namespace "
+            "references allowed)",
         )
         return {}
     flags = _flags(container_args(deployment.body))

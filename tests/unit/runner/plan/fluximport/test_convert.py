@@ -148,7 +148,7 @@ def test_a_plain_pair_in_the_runner_namespace_carries_everything() -> None:
     }
 
 
-def test_without_the_controller_deployment_flux_install_flags_are_assumed() -> None:
+def test_without_the_controller_deployment_lockgate_s_defaults_stay() -> None:
     result = convert.convert(objs(ocirepository(), kustomization()))
     runner = _docs(result.config)[0]
     assert runner["kind"] == "Runner" and "allowRemoteBases" not in runner["spec"]
