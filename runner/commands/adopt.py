@@ -40,6 +40,7 @@ def _table(adopted: adopt_mod.Adoption) -> str:
         )
     if done is not None:
         lines.extend(f"  note: {note}" for note in done.notes)
+    lines.extend(f"  note: {note}" for note in adopted.notes())
     lines.append(f"  {sum(adopted.requests.values())} API requests in {adopted.seconds:.1f}s")
     if adopted.error is not None:
         first, *rest = adopted.error.message.splitlines() or [""]

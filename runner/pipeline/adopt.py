@@ -50,6 +50,8 @@ class Adoption:
     revision: str = ""
     #: members of Flux's inventory
     flux_members: int = 0
+    #: the Kustomizations that apply the adopted one (``Kustomization NS/NAME``)
+    parents: list[str] = field(default_factory=list)
     #: of them, newly added to lockgate's inventory by this run
     seeded: int = 0
     dry_run: bool = False
@@ -59,6 +61,18 @@ class Adoption:
     error: LockgateError | None = None
     requests: dict[str, int] = field(default_factory=dict)
     seconds: float = 0.0
+
+    def notes(self) -> list[str]:
+        """What the person retiring Flux must know: a parent applies the Kustomization."""
+        if not self.parents or self.error is not None:
+            return []
+        return [
+            f"{parent} applies Kustomization {self.kustomization}: keep it suspended; remove the "
+            "Kustomization and its OCIRepository from its source and wait until that source has the "
+            "revision (flux get sources oci), then delete them and resume it; resumed on the old "
+            "revision it would bring them back, and a later prune would run their finalizer"
+            for parent in self.parents[:1]
+        ]
 
     @property
     def taken_over(self) -> int:
@@ -74,6 +88,7 @@ class Adoption:
             "kustomization": self.kustomization,
             "revision": self.revision,
             "fluxInventory": self.flux_members,
+            "parents": list(self.parents),
             "seeded": self.seeded,
             "takenOver": self.taken_over,
             "dryRun": self.dry_run,
@@ -81,6 +96,7 @@ class Adoption:
             "error": None
             if self.error is None
             else {"message": self.error.message, "exitCode": int(self.error.exit_code)},
+            "notes": self.notes(),
             "preflight": None if self.preflight is None else self.preflight.to_json(),
             "result": None if self.result is None else self.result.to_json(),
             "requests": dict(self.requests),
@@ -110,6 +126,7 @@ def _checked(options: SyncOptions, kube: Kube, adopted: Adoption) -> tuple[adopt
     ks = everything.get(ref)
     if ks is None:
         raise UsageError(f"{ref} not found: nothing to adopt for sync {options.name} (retired already?)")
+    adopted.parents = [str(parent) for parent, _ in adoption.ancestry(ks, everything)]
     problems = adoption.suspension_problems(ks, everything)
     if problems:
         raise UsageError(f"sync {options.name}: adopt refused, nothing was written", details=problems)

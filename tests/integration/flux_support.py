@@ -133,8 +133,16 @@ class Fleet:
             raise AssertionError(f"lockgate {' '.join(args)} exited {run.code}:\n{run.out}\n{run.err}")
         return run
 
-    def push(self, app: str, files: dict[str, str], *, tag: str = "latest") -> str:
-        """Push and sign ``files`` as the artifact of ``app``; returns its digest."""
+    def import_from_cluster(self, *extra: str, out: str = "lockgate.yaml") -> Run:
+        """``lockgate import --from-cluster`` of this test's Flux namespace, for its runner namespace."""
+        return self.lockgate(
+            "import", "--from-cluster", "-n", self.flux_ns,
+            "--runner-namespace", self.runner_ns, "-O", out, *extra, check=False,
+        )  # fmt: skip
+
+    def push(self, app: str, files: dict[str, str], *extra: str, tag: str = "latest") -> str:
+        """Push and sign ``files`` as the artifact of ``app`` (``extra``: more push flags, e.g.
+        ``--source``/``--revision``); returns its digest."""
         with tempfile.TemporaryDirectory(dir=self.work) as tmp:
             root = Path(tmp) / app
             for name, text in files.items():
@@ -142,7 +150,7 @@ class Fleet:
                 (root / name).write_text(text)
             pushed = self.lockgate(
                 "push", str(root), self.url(app, tag), "--sign", "key",
-                "--key", str(self.key_dir / "cosign.key"), "-o", "json",
+                "--key", str(self.key_dir / "cosign.key"), "-o", "json", *extra,
             ).json()  # fmt: skip
         return str(pushed["digest"])
 
@@ -205,18 +213,20 @@ class Fleet:
         """Until Flux's Kustomization is Ready with ``digest`` applied; fails with its conditions."""
         last: dict[str, Any] = {}
 
-        def applied() -> bool:
+        def done() -> bool:
             nonlocal last
             self.controllers.check()
             last = self.kustomization_of(app)
             status = last.get("status") or {}
-            ready = any(
-                c.get("type") == "Ready" and c.get("status") == "True" for c in status.get("conditions") or []
-            )
-            return ready and str(status.get("lastAppliedRevision", "")).endswith(digest)
+            conditions = {c.get("type"): c for c in status.get("conditions") or []}
+            ready = conditions.get("Ready") or {}
+            if ready.get("reason") == "BuildFailed":  # never to come right (a source may come late)
+                raise AssertionError(f"Kustomization {self.name(app)}: {ready.get('message')}")
+            applied = str(status.get("lastAppliedRevision", ""))
+            return ready.get("status") == "True" and applied.endswith(digest)
 
         try:
-            wait_for(f"Kustomization {self.name(app)} applied {digest}", applied, timeout=timeout)
+            wait_for(f"Kustomization {self.name(app)} applied {digest}", done, timeout=timeout)
         except AssertionError as exc:
             raise AssertionError(f"{exc}; status: {json.dumps(last.get('status'), indent=1)}") from None
         return last

@@ -25,13 +25,13 @@ FORGES = frozenset({"github", "gitlab", "gitea", "bitbucket", "bitbucketserver",
 EVENTS = frozenset({"generic", "generic-hmac", "slack", "msteams", "alertmanager"})
 #: the REST API root of a forge at a host (lockgate's apiURL), when it is not the default
 _API_ROOTS: dict[str, Callable[[str], str]] = {
-    "github": lambda host: f"https://{host}/api/v3",
-    "gitlab": lambda host: f"https://{host}/api/v4",
-    "gitea": lambda host: f"https://{host}/api/v1",
-    "bitbucketserver": lambda host: f"https://{host}/rest/api/latest",
+    "github": lambda root: f"{root}/api/v3",
+    "gitlab": lambda root: f"{root}/api/v4",
+    "gitea": lambda root: f"{root}/api/v1",
+    "bitbucketserver": lambda root: f"{root}/rest/api/latest",
 }
 #: the host of an http(s) URL (no ``urllib`` in the pure layer)
-_HOST = re.compile(r"^https?://(?:[^@/]*@)?(?P<host>[^:/?#]+)")
+_HOST = re.compile(r"^(?P<scheme>https?)://(?:[^@/]*@)?(?P<host>[^:/?#]+)(?P<port>:[0-9]+)?")
 _DEFAULT_HOSTS = {"github": "github.com", "bitbucket": "bitbucket.org", "azuredevops": "dev.azure.com"}
 
 
@@ -61,12 +61,9 @@ def context_of(provider: FluxObject, kind: str, name: str) -> str:
 
 def _api_url(kind: str, address: str) -> str | None:
     found = _HOST.match(address)
-    host = found["host"].lower() if found else ""
-    if not host or host == _DEFAULT_HOSTS.get(kind) or kind not in _API_ROOTS:
+    if found is None or kind not in _API_ROOTS or found["host"].lower() == _DEFAULT_HOSTS.get(kind):
         return None
-    if kind == "github" and host == "github.com":
-        return None
-    return _API_ROOTS[kind](host)
+    return _API_ROOTS[kind](f"{found['scheme']}://{found['host'].lower()}{found['port'] or ''}")
 
 
 def _provider_entry(provider: FluxObject, report: Report, out: Notifications) -> dict[str, Any] | None:

@@ -70,6 +70,7 @@ def test_a_github_alert_keeps_flux_s_exact_commit_status_context() -> None:
         ("github", "https://ghe.acme.example/acme/app", "https://ghe.acme.example/api/v3"),
         ("gitlab", "https://gitlab.acme.example/g/app", "https://gitlab.acme.example/api/v4"),
         ("gitea", "https://gitea.acme.example/o/app", "https://gitea.acme.example/api/v1"),
+        ("gitea", "http://127.0.0.1:3000/o/app", "http://127.0.0.1:3000/api/v1"),
         ("bitbucketserver", "https://bb.acme.example/scm/k/app", "https://bb.acme.example/rest/api/latest"),
         ("bitbucket", "https://bitbucket.org/ws/app", None),
         ("azuredevops", "https://dev.azure.com/org/p/_git/app", None),
