@@ -41,19 +41,16 @@ def needs_takeover(live: dict[str, Any], manager: str, overrides: Collection[str
 
 
 def acting_as(live: dict[str, Any], manager: str, overrides: Collection[str]) -> str:
-    """The manager a dry run of our apply is made as: an override manager holding the object's
-    only Apply entry besides ours (after the takeover its fields are exactly ours, so applying
-    as it shows what our apply will remove), else ``manager``."""
+    """The manager a dry run of our apply is made as: the override manager holding an Apply
+    entry (after the takeover its fields are ours, so applying as it shows what our apply will
+    remove: the server defaults a removed field again, as it will then), else ``manager``.
+    Fields our own entry holds stay held in that dry run; they are what we send anyway."""
     holders = {
         str(e.get("manager"))
         for e in managed_fields_of(live)
         if e.get("operation") == "Apply" and not e.get("subresource") and e.get("manager") in overrides
     }
-    ours = any(
-        e.get("manager") == manager and e.get("operation") == "Apply" and not e.get("subresource")
-        for e in managed_fields_of(live)
-    )
-    return holders.pop() if len(holders) == 1 and not ours else manager
+    return holders.pop() if len(holders) == 1 else manager
 
 
 def _merge(into: dict[str, Any], other: dict[str, Any]) -> dict[str, Any]:

@@ -467,6 +467,14 @@ def test_resuming_flux_after_adopt_re_owns_without_recreating(fleet: Fleet) -> N
     assert "label kustomize.toolkit.fluxcd.io/name" in flux_owned(again)
     assert "managedFields kustomize-controller (Apply)" in flux_owned(again)
     assert Running.of(fleet.cluster, fleet.name("web")) == before
+    # and forward again: suspend, adopt; Flux's normalised fields (strategy: {}) change nothing
+    fleet.flux("suspend", "kustomization", fleet.name("web"), "-n", fleet.flux_ns)
+    adopted = fleet.lockgate("adopt", "--config", "lockgate.yaml", "-o", "json", check=False)
+    assert adopted.code == 0, adopted.out + adopted.err
+    assert {e["action"] for e in adopted.json()[0]["result"]["objects"]} <= {"configured", "unchanged"}
+    final = get_json(fleet.cluster, "deployment", "web", fleet.name("web"))
+    assert final is not None and flux_owned(final) == [] and final["metadata"]["uid"] == uid
+    assert Running.of(fleet.cluster, fleet.name("web")) == before
 
 
 def test_lockgate_delete_with_orphan_leaves_everything(fleet: Fleet) -> None:

@@ -138,5 +138,8 @@ def test_a_dry_run_acts_as_the_override_manager_it_takes_over() -> None:
     assert takeover.acting_as(live, "lockgate", ("kustomize-controller",)) == "kustomize-controller"
     assert takeover.acting_as(live, "lockgate", ()) == "lockgate"
     ours = {"manager": "lockgate", "operation": "Apply", "fieldsV1": {}}
-    live["metadata"]["managedFields"].append(ours)  # our own fields too: no one name says it all
-    assert takeover.acting_as(live, "lockgate", ("kustomize-controller",)) == "lockgate"
+    live["metadata"]["managedFields"].append(ours)  # Flux resumed after an adopt: still Flux's view
+    assert takeover.acting_as(live, "lockgate", ("kustomize-controller",)) == "kustomize-controller"
+    other = {"manager": "helm-controller", "operation": "Apply", "fieldsV1": {}}
+    live["metadata"]["managedFields"].append(other)  # two overrides: no one name says it all
+    assert takeover.acting_as(live, "lockgate", ("kustomize-controller", "helm-controller")) == "lockgate"
