@@ -147,6 +147,17 @@ def suspension_problems(ks: Mapping[str, Any], kustomizations: Mapping[Ref, Mapp
     return problems
 
 
+def _ownership_only(change: fields.FieldChange) -> bool:
+    """A change the adopting pass may make: ownership labels; or an annotation that is new on
+    the object (a controller writing it between the pre-flight's read and its dry run, as the
+    Deployment controller writes ``deployment.kubernetes.io/revision``: the dry run answers
+    with the server's object of a moment later; an object's own annotations change nothing
+    that runs)."""
+    if change.path in ALLOWED_CHANGES:
+        return True
+    return change.path.startswith("metadata.annotations") and change.before is fields.ABSENT
+
+
 @dataclass(frozen=True)
 class Refusal:
     key: ObjectKey
@@ -173,7 +184,7 @@ def refusals(
         elif entry.action is Action.CONFIGURED and "recreated" in entry.reason:
             found.append(Refusal(entry.key, f"would be recreated: {entry.reason}"))
         elif entry.action is Action.CONFIGURED:
-            changed = [str(c) for c in entry.changes if c.path not in ALLOWED_CHANGES]
+            changed = [str(c) for c in entry.changes if not _ownership_only(c)]
             if changed:
                 why = "would change what runs (the rendering differs from Flux's): " + "; ".join(changed)
                 found.append(Refusal(entry.key, why))

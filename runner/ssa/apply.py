@@ -212,8 +212,13 @@ class StageApplier:
         try:
             live = state
             if live is None:
-                # with ignored fields the live copy decides what is sent: fetched first
-                fetch = self.options.dry_run or item.policy.ssa is SSAMode.IF_NOT_PRESENT
+                # with ignored fields the live copy decides what is sent: fetched first; so under
+                # override managers (adopt), whose fields are taken over before the one apply
+                fetch = (
+                    self.options.dry_run
+                    or item.policy.ssa is SSAMode.IF_NOT_PRESENT
+                    or bool(self.mgr.override_managers)
+                )
                 if not (fetch or item.ignored or left):
                     return self._apply_unlisted(item, res)
                 live = kube.get(res, item.key.namespace, item.key.name)

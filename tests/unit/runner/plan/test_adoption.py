@@ -120,7 +120,9 @@ def test_ownership_changes_alone_are_adopted() -> None:
         FieldChange('metadata.labels["kustomize.toolkit.fluxcd.io/namespace"]', "flux-system", ABSENT),
         FieldChange('metadata.labels["applyset.kubernetes.io/part-of"]', ABSENT, "applyset-x-v1"),
     ]
-    entries = [Entry(WEB, Action.CONFIGURED, changes=tuple(labels)), Entry(CM, Action.UNCHANGED)]
+    # the Deployment controller's annotation, written between the read and the dry run
+    raced = FieldChange('metadata.annotations["deployment.kubernetes.io/revision"]', ABSENT, "1")
+    entries = [Entry(WEB, Action.CONFIGURED, changes=(*labels, raced)), Entry(CM, Action.UNCHANGED)]
     assert adoption.refusals(entries, [WEB, CM], _flux(WEB, CM), REF) == []
 
 
@@ -132,6 +134,10 @@ def test_ownership_changes_alone_are_adopted() -> None:
         (
             Entry(WEB, Action.CONFIGURED, changes=(FieldChange("spec.replicas", 2, 3),)),
             "would change what runs (the rendering differs from Flux's): spec.replicas: 2 -> 3",
+        ),
+        (
+            Entry(WEB, Action.CONFIGURED, changes=(FieldChange('metadata.annotations["a"]', "1", ABSENT),)),
+            'would change what runs (the rendering differs from Flux\'s): metadata.annotations["a"]',
         ),
     ],
 )
