@@ -445,6 +445,7 @@ def _providers(
                 api_url=_api_url(notify),
                 context=notifications.context_for(notify.context, cluster=runner.cluster_name, sync=name),
                 target_url=notify.target_url,
+                genre=notify.genre,
                 cert_secret_ref=notify.cert_secret_ref,
                 events=_event_filter(notify),
             )
@@ -463,6 +464,8 @@ def _event_filter(notify: Notify) -> eventfilter.EventFilter:
 
 
 def _notify_problem(notify: Notify) -> str:
+    if notify.genre is not None and notify.type != "azuredevops":
+        return f"genre is the context genre of Azure DevOps statuses; a {notify.type} has none: remove it"
     if notify.type in notifications.FORGE_TYPES and notify.secret_ref is None:
         entries = "'username' and 'password' entries" if notify.type == "bitbucketserver" else ""
         what = f"'token' entry (or {entries})" if entries else "'token' entry"

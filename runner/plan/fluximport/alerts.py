@@ -119,13 +119,7 @@ def _provider_entry(provider: FluxObject, report: Report, out: Notifications) ->
             "one alert per event",
         )
     if kind == "azuredevops":
-        report.add(
-            provider.ref,
-            "spec.type",
-            RowClass.SEMANTIC,
-            "Azure DevOps statuses carry the genre lockgate, not fluxcd: a branch policy on the fluxcd "
-            "genre must name lockgate",
-        )
+        entry["genre"] = "fluxcd"  # Flux's status context is {genre: fluxcd, name: ...}
     for name, why in (
         ("channel", "Slack and Teams webhooks post to the channel they were made for"),
         ("username", "Slack and Teams webhooks post as the name they were made with"),

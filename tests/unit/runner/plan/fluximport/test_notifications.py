@@ -82,6 +82,7 @@ def test_a_forge_s_api_is_the_address_s_host(kind: str, address: str, api: str |
     )
     entry = _sync_specs(convert.convert(docs))["app"]["notify"][0]
     assert entry.get("apiURL") == api and entry["address"] == address and entry["type"] == kind
+    assert entry.get("genre") == ("fluxcd" if kind == "azuredevops" else None)  # Flux's status genre
 
 
 def test_from_files_the_context_is_asked_for() -> None:
