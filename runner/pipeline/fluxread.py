@@ -21,6 +21,7 @@ from lockgate.errors import UsageError
 from lockgate.manifests import YAML_SUFFIXES
 from runner.kube.client import Kube
 from runner.kube.discovery import Resource
+from runner.kube.errors import KubeError
 from runner.plan.fluximport import controller, objects
 from runner.plan.fluximport.objects import FluxObject
 
@@ -124,7 +125,12 @@ def from_cluster(kube: Kube, *, namespace: str | None = None) -> list[FluxObject
         res = kube.resource(api_version, kind)
         for item in kube.list_all(res, namespace or ""):
             found.append((objects.from_document(item), "the cluster"))
-    deployment = kube.get(DEPLOYMENT, FLUX_NAMESPACE, controller.DEPLOYMENT)
+    try:
+        deployment = kube.get(DEPLOYMENT, FLUX_NAMESPACE, controller.DEPLOYMENT)
+    except KubeError as exc:
+        if exc.status != 403:
+            raise
+        deployment = None  # may not read Deployments: the flags are unknown, and the report says so
     if deployment is not None:
         deployment.setdefault("apiVersion", "apps/v1")
         deployment.setdefault("kind", "Deployment")

@@ -253,6 +253,13 @@ def map_kustomization(
         spec["deletionPolicy"] = policy
     if obj.spec.get("suspend"):
         spec["suspend"] = True
+        report.add(
+            obj.ref,
+            "spec.suspend",
+            RowClass.SEMANTIC,
+            "suspended in Flux, so the sync is written suspended: if it was suspended for the migration, "
+            "import before flux suspend (or remove suspend from the sync once adopted)",
+        )
     account = obj.spec.get("serviceAccountName")
     if account:
         spec["serviceAccountName"] = str(account)
