@@ -47,13 +47,14 @@ $(STAMP): pyproject.toml
 
 python-env: $(STAMP)
 
-# Builds etcd, kube-apiserver & co, kwok, kubectl, kustomize, helm, oras, flux, cosign, gitea
-# (cgo: gcc) from the Go module proxy at the pins in tests/world/pins.py; cached in ~/.cache/lockgate.
+# Builds etcd, kube-apiserver & co, kwok, kubectl, kustomize, helm, oras, flux and Flux's
+# source- and kustomize-controller, cosign, gitea (cgo: gcc)... from the Go module proxy at the
+# pins in tests/world/pins.py, two at a time; cached in ~/.cache/lockgate.
 binaries: python-env
 	@$(PY) -m tests.world.binaries >/dev/null
 
-# Flux's source-controller and kustomize-controller (the peers of `lockgate serve` in
-# bench/bench_serve.py), at the versions Flux v2.9.5 ships; built for `make bench` only.
+# Components only the benchmarks use (pins.py bench_only; none today: Flux's controllers, the
+# peers of `lockgate serve` in bench/bench_serve.py, are part of the world).
 bench-binaries: binaries
 	@$(PY) -m tests.world.binaries --bench >/dev/null
 

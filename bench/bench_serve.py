@@ -308,9 +308,9 @@ def run_flux(world: World, options: Options, workdir: Path) -> Phase:
             controllers.pids,
             api,
             options,
-            client_counts=controllers.client_requests,
+            client_counts=lambda: flux.client_requests(controllers),
             registry_log=world.registry.process.log,
-            pass_counts=controllers.reconciles,
+            pass_counts=lambda: flux.reconciles(controllers),
             alive=controllers.check,
         )
         print(f"  flux: idle {phase.idle_s:.0f}s, cpu {phase.cpu_percent:.2f}%", flush=True)

@@ -82,9 +82,14 @@ class Measured:
 
 
 def run_measured(
-    argv: Sequence[str], *, env: dict[str, str] | None = None, cwd: Path | None = None
+    argv: Sequence[str],
+    *,
+    env: dict[str, str] | None = None,
+    cwd: Path | None = None,
+    ok: tuple[int, ...] = (0,),
 ) -> Measured:
-    """Run a command to completion through the launcher; raise with its stderr if it fails."""
+    """Run a command to completion through the launcher; raise with its stderr if it exits
+    with a code not in ``ok``."""
     with tempfile.TemporaryDirectory() as tmp:
         rss_file = Path(tmp) / "rss"
         with open(Path(tmp) / "out", "w+b") as out, open(Path(tmp) / "err", "w+b") as err:
@@ -98,7 +103,7 @@ def run_measured(
             err.seek(0)
             stdout, stderr = out.read().decode(), err.read().decode()
         rss, cpu = rss_file.read_text().split() if rss_file.exists() else ("0", "0")
-    if proc.returncode != 0:
+    if proc.returncode not in ok:
         raise RuntimeError(f"{' '.join(argv)} failed ({proc.returncode}): {stderr[-2000:]}")
     return Measured(elapsed, int(rss), stdout, stderr, float(cpu))
 

@@ -47,6 +47,8 @@ PLANNED: dict[str, str] = {
     "delete": "Delete a sync: its objects by its deletionPolicy, then its inventory.",
     "receivers": "Print each registry receiver's secret hook path.",
     "preview": "Show what each cluster's next pass does with PATH, from the registry alone.",
+    "import": "Write a lockgate config from Flux's objects, and report what it cannot carry.",
+    "adopt": "Take over what Flux's kustomize-controller applied, after flux suspend.",
 }
 
 #: where each landed command lives; tests/unit/test_cli.py checks these match the entry points
@@ -73,6 +75,8 @@ COMMANDS: dict[str, str] = {
     "delete": "runner.cli:delete",
     "receivers": "runner.commands.receivers:receivers_",
     "preview": "runner.commands.preview:preview",
+    "import": "runner.commands.fluximport:import_",
+    "adopt": "runner.commands.adopt:adopt",
 }
 
 

@@ -21,6 +21,7 @@ from tests.world.gitremote import GitRemote, start_git_remote
 from tests.world.registry import Registry, start_registry
 
 if TYPE_CHECKING:
+    from tests.world.flux import FluxControllers
     from tests.world.gitea import Gitea
     from tests.world.kube import Cluster
 
@@ -81,6 +82,19 @@ def full_cluster(cluster: Cluster) -> Cluster:
     """The same cluster plus controller-manager, scheduler and kwok nodes (the full profile)."""
     cluster.start_full_profile()
     return cluster
+
+
+@pytest.fixture(scope="session")
+def flux(full_cluster: Cluster, world_dir: Path) -> Iterator[FluxControllers]:
+    """Flux's own source-controller and kustomize-controller (v1.9.5, as Flux v2.9.5 ships them)
+    running against the full cluster, with their CRDs and notification-controller's."""
+    from tests.world import flux as flux_world
+
+    full_cluster.kubectl("create", "namespace", flux_world.NAMESPACE, check=False)
+    flux_world.install_crds(full_cluster)
+    controllers = flux_world.start_controllers(full_cluster, world_dir / "flux")
+    yield controllers
+    controllers.stop()
 
 
 @pytest.fixture

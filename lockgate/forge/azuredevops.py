@@ -3,7 +3,8 @@
 Status (as Flux's ``azuredevops``): ``POST {org}/PROJECT/_apis/git/repositories/REPO/commits/
 SHA/statuses?api-version=7.1`` with ``state`` (pending, succeeded, and Flux's ``error`` for a
 failure), ``description``, ``targetUrl`` and ``context`` ``{"genre": "lockgate", "name":
-CONTEXT}``. Pull request: ``GET .../pullrequests?searchCriteria.sourceRefName=refs/heads/B
+CONTEXT}`` (the provider's ``genre`` instead, when set: ``fluxcd`` keeps Flux's statuses).
+Pull request: ``GET .../pullrequests?searchCriteria.sourceRefName=refs/heads/B
 &searchCriteria.targetRefName=refs/heads/BASE&searchCriteria.status=active``, then
 ``PATCH .../pullrequests/ID`` or ``POST .../pullrequests`` (labels: ``labels`` on create,
 ``POST .../pullRequests/ID/labels`` each on update). A personal access token goes as HTTP
@@ -51,7 +52,7 @@ def status_request(repository: Repository, sha: str, status: Status, *, root: st
     body: dict[str, Any] = {
         "state": _STATE[status.state],
         "description": status.description,
-        "context": {"genre": GENRE, "name": status.context},
+        "context": {"genre": status.genre or GENRE, "name": status.context},
     }
     if status.target_url:
         body["targetUrl"] = status.target_url

@@ -38,6 +38,8 @@ class Status:
     description: str
     context: str
     target_url: str | None = None
+    #: Azure DevOps: the context's genre (default ``lockgate``; Flux's statuses say ``fluxcd``)
+    genre: str | None = None
 
 
 @dataclass(frozen=True)

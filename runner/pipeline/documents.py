@@ -64,6 +64,12 @@ class Metadata:
         pattern=NAME_PATTERN,
         max_length=NAME_MAX,
     )
+    annotations: dict[str, str] = attr(
+        "annotations",
+        "Notes on the sync that change nothing it does; lockgate import writes "
+        "lockgate.dev/flux-kustomization: NAMESPACE/NAME, the Kustomization lockgate adopt takes over.",
+        factory=dict,
+    )
 
 
 @dataclass(frozen=True)
@@ -258,6 +264,12 @@ class Notify:
         "clusterName and the sync's name); {cluster} and {sync} are replaced.",
     )
     target_url: str | None = attr("targetURL", "A forge: the status's link (e.g. a dashboard).")
+    genre: str | None = attr(
+        "genre",
+        "azuredevops: the genre of the status context (default lockgate); a required status policy "
+        "names it with the context, and Flux's statuses say fluxcd (lockgate import keeps it).",
+        pattern=r"^[^\s]+$",
+    )
     cert_secret_ref: str | None = attr(
         "certSecretRef",
         "A forge with a private CA: a Secret (same namespace as secretRef's) whose ca.crt entry "

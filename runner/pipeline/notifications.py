@@ -51,6 +51,8 @@ class Provider:
     context: str = ""
     #: a forge: the status's link
     target_url: str | None = None
+    #: azuredevops: the status context's genre (None: ``lockgate``)
+    genre: str | None = None
     #: a Secret of the same namespace as ``secret_ref``'s whose ``ca.crt`` the forge's TLS
     #: certificate must chain to (a self-hosted forge with a private CA)
     cert_secret_ref: str | None = None

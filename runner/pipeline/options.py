@@ -99,6 +99,15 @@ class SyncOptions:
     #: every runner namespace of the configuration (its Runner's and its syncs'): the names
     #: lockgate writes there are no artifact's to take (``runner.plan.reserved``)
     runner_namespaces: frozenset[str] = frozenset()
+    #: other field managers whose fields the pass takes over (Flux's ``--override-manager``);
+    #: ``lockgate adopt`` sets ``kustomize-controller``
+    override_managers: tuple[str, ...] = ()
+    #: the Sync's ``metadata.annotations`` (notes that change nothing a pass does; ``lockgate
+    #: adopt`` reads ``lockgate.dev/flux-kustomization``)
+    annotations: tuple[tuple[str, str], ...] = ()
+
+    def annotation(self, key: str) -> str | None:
+        return dict(self.annotations).get(key)
 
     def impersonated_user(self, namespace: str) -> str | None:
         if not self.service_account_name:

@@ -90,7 +90,12 @@ class Pass:
         self.outcome, self.note, self.because, self.rejecting = outcome, note, because, rejecting
         self.inventory = store.read(kube, options.name, result.namespace)
         self.previous = dict(self.inventory.members)
-        self.mgr = Manager(kube, set_id=self.inventory.set_id, concurrency=options.concurrency)
+        self.mgr = Manager(
+            kube,
+            set_id=self.inventory.set_id,
+            concurrency=options.concurrency,
+            override_managers=options.override_managers,
+        )
         #: the document as stored: a pass that changes nothing else still records the request
         self._written = self.inventory.document()
         if request:

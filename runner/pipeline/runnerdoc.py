@@ -58,6 +58,13 @@ class Receiver:
         required=True,
         reference=True,
     )
+    path_namespace: str | None = attr(
+        "pathNamespace",
+        "The namespace its hook path is derived with (default: the runner namespace, where its Secret "
+        "is read in any case): a Receiver imported from Flux keeps its own namespace here, so the "
+        "webhook URL the registry has stays valid.",
+        pattern=NAME_PATTERN,
+    )
     resources: tuple[ReceiverResource, ...] = attr(
         "resources",
         "The syncs it may trigger (default: every sync); of them, only those whose url is the pushed "

@@ -158,6 +158,7 @@ def options(
     warnings = tuple(f"{sync.where(('spec', 'verify'))}: {w}" for w in policy_warnings(policy, source.FIELDS))
     return SyncOptions(
         name=sync.value.metadata.name,
+        annotations=tuple(sorted(sync.value.metadata.annotations.items())),
         source=source.SourceSpec(
             url=spec.url,
             semver=spec.semver,
@@ -490,6 +491,7 @@ def _providers(
                 where=label,
                 context=notifications.context_for(notify.context, cluster=runner.cluster_name, sync=name),
                 target_url=notify.target_url,
+                genre=notify.genre,
                 cert_secret_ref=notify.cert_secret_ref,
                 events=_event_filter(notify),
             )
@@ -502,6 +504,8 @@ def _event_filter(notify: Notify) -> eventfilter.EventFilter:
 
 
 def _notify_problem(notify: Notify) -> str:
+    if notify.genre is not None and notify.type != "azuredevops":
+        return f"genre is the context genre of Azure DevOps statuses; a {notify.type} has none: remove it"
     if notify.type in notifications.FORGE_TYPES and notify.secret_ref is None:
         entries = "'username' and 'password' entries" if notify.type == "bitbucketserver" else ""
         what = f"'token' entry (or {entries})" if entries else "'token' entry"

@@ -10,6 +10,7 @@ Fields ``spec.ignore`` leaves to others (``Desired.ignored``) are out of both co
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Any
 
@@ -19,6 +20,10 @@ from lockgate.diff.fields import FieldChange
 from lockgate.diff.secret_values import SecretValues
 from runner.plan import ignore, takeover
 from runner.plan.desired import Desired
+
+#: why an object whose fields are all as wanted is still configured: other managers' fields
+#: became ours (kubectl's edits, or Flux's ``kustomize-controller`` under ``lockgate adopt``)
+TAKEN_OVER = "fields taken over from kubectl or another manager"
 
 
 @dataclass(frozen=True)
@@ -44,12 +49,19 @@ def is_subset(desired: Any, live: Any) -> bool:
     return bool(desired == live)
 
 
-def fast_unchanged(item: Desired, live: dict[str, Any], *, recorded_hash: str, manager: str) -> bool:
+def fast_unchanged(
+    item: Desired,
+    live: dict[str, Any],
+    *,
+    recorded_hash: str,
+    manager: str,
+    overrides: Collection[str] = (),
+) -> bool:
     """True when no request is needed to know the object is unchanged."""
     return (
         bool(recorded_hash)
         and recorded_hash == item.hash
-        and not (item.policy.takes_over and takeover.needs_takeover(live, manager))
+        and not (item.policy.takes_over and takeover.needs_takeover(live, manager, overrides))
         and is_subset(ignore.without(item.body, item.ignored) if item.ignored else item.body, live)
     )
 
@@ -70,5 +82,5 @@ def compare(
     if fields.is_drifted(live, after):
         return Classification(Action.CONFIGURED, fields.field_changes(live, after, secret=secret), took_over)
     if took_over:
-        return Classification(Action.CONFIGURED, takeover=True, reason="fields taken over from kubectl")
+        return Classification(Action.CONFIGURED, takeover=True, reason=TAKEN_OVER)
     return Classification(Action.UNCHANGED)

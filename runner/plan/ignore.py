@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import copy
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -309,7 +309,9 @@ def _entries(live: Mapping[str, Any]) -> list[ManagedFieldsEntry]:
     return [e for e in managed_fields_of(dict(live)) if not e.get("subresource")]
 
 
-def keeps_ours(live: Mapping[str, Any], path: Pointer, *, manager: str, takes_over: bool) -> bool:
+def keeps_ours(
+    live: Mapping[str, Any], path: Pointer, *, manager: str, takes_over: bool, overrides: Collection[str] = ()
+) -> bool:
     """Whether leaving ``path`` out of the apply would delete it: lockgate owns it (its Apply
     entry, or kubectl's entries it is about to take over) and no other Apply manager does."""
     ours = False
@@ -317,7 +319,7 @@ def keeps_ours(live: Mapping[str, Any], path: Pointer, *, manager: str, takes_ov
         name = str(entry.get("manager", ""))
         if not _owns(entry.get("fieldsV1") or {}, live, path):
             continue
-        if takes_over and takeover.taken_over(entry, manager):
+        if takes_over and takeover.taken_over(entry, manager, overrides):
             ours = True  # kubectl's, ours once the takeover patch has run
         elif entry.get("operation") == "Apply":
             if name != manager:
@@ -333,6 +335,7 @@ def payload(
     *,
     manager: str,
     takes_over: bool,
+    overrides: Collection[str] = (),
 ) -> dict[str, Any]:
     """What to send for an existing object: ``body`` with each ignored path that differs from
     ``live`` left out, or set to the live value where leaving it out would delete it."""
@@ -342,7 +345,9 @@ def payload(
         if wanted == found:
             continue
         result = result if result is not None else copy.deepcopy(dict(body))
-        kept = found is not _MISSING and keeps_ours(live, path, manager=manager, takes_over=takes_over)
+        kept = found is not _MISSING and keeps_ours(
+            live, path, manager=manager, takes_over=takes_over, overrides=overrides
+        )
         if not (kept and _put(result, path, found)):
             _remove(result, path)
     if result is None:

@@ -3,14 +3,18 @@
 Pure. Fields set by kubectl (client-side apply, ``edit``, ``patch``), by
 ``before-first-apply`` and by our own Update operations are merged into our Apply entry of
 ``managedFields``, and kubectl's last-applied annotation is dropped; the next server-side
-apply then owns (and resets) them. The patch is guarded by the live resourceVersion, so a
-concurrent writer makes it fail instead of being overwritten.
+apply then owns (and resets) them. ``overrides`` are more managers taken over whatever their
+operation, as Flux's ``--override-manager``: ``lockgate adopt`` names ``kustomize-controller``,
+so the fields Flux applied become lockgate's and a field later removed from the artifact is
+removed from the object. The patch is guarded by the live resourceVersion, so a concurrent
+writer makes it fail instead of being overwritten.
 """
 
 from __future__ import annotations
 
 import copy
 import datetime as dt
+from collections.abc import Collection
 from typing import Any
 
 from lockgate.diff.normalize import LAST_APPLIED
@@ -21,19 +25,32 @@ TAKEOVER_PREFIXES = ("kubectl",)
 TAKEOVER_EXACT = ("before-first-apply",)
 
 
-def taken_over(entry: ManagedFieldsEntry, manager: str) -> bool:
+def taken_over(entry: ManagedFieldsEntry, manager: str, overrides: Collection[str] = ()) -> bool:
     if entry.get("subresource"):
         return False
     name = str(entry.get("manager", ""))
     if name == manager:
         return entry.get("operation") == "Update"
-    return name.startswith(TAKEOVER_PREFIXES) or name in TAKEOVER_EXACT
+    return name.startswith(TAKEOVER_PREFIXES) or name in TAKEOVER_EXACT or name in overrides
 
 
-def needs_takeover(live: dict[str, Any], manager: str) -> bool:
+def needs_takeover(live: dict[str, Any], manager: str, overrides: Collection[str] = ()) -> bool:
     if LAST_APPLIED in annotations_of(live):
         return True
-    return any(taken_over(entry, manager) for entry in managed_fields_of(live))
+    return any(taken_over(entry, manager, overrides) for entry in managed_fields_of(live))
+
+
+def acting_as(live: dict[str, Any], manager: str, overrides: Collection[str]) -> str:
+    """The manager a dry run of our apply is made as: the override manager holding an Apply
+    entry (after the takeover its fields are ours, so applying as it shows what our apply will
+    remove: the server defaults a removed field again, as it will then), else ``manager``.
+    Fields our own entry holds stay held in that dry run; they are what we send anyway."""
+    holders = {
+        str(e.get("manager"))
+        for e in managed_fields_of(live)
+        if e.get("operation") == "Apply" and not e.get("subresource") and e.get("manager") in overrides
+    }
+    return holders.pop() if len(holders) == 1 else manager
 
 
 def _merge(into: dict[str, Any], other: dict[str, Any]) -> dict[str, Any]:
@@ -45,8 +62,11 @@ def _merge(into: dict[str, Any], other: dict[str, Any]) -> dict[str, Any]:
     return into
 
 
-def takeover_patch(live: dict[str, Any], manager: str) -> list[dict[str, Any]]:
-    """A JSON patch moving kubectl's fields into our Apply entry and dropping last-applied."""
+def takeover_patch(
+    live: dict[str, Any], manager: str, overrides: Collection[str] = ()
+) -> list[dict[str, Any]]:
+    """A JSON patch moving kubectl's (and ``overrides``') fields into our Apply entry and
+    dropping last-applied."""
     kept: list[ManagedFieldsEntry] = []
     merged: dict[str, Any] = {}
     ours: ManagedFieldsEntry | None = None
@@ -57,7 +77,7 @@ def takeover_patch(live: dict[str, Any], manager: str) -> list[dict[str, Any]]:
             and not entry.get("subresource")
         ):
             ours = ManagedFieldsEntry(**entry)
-        elif taken_over(entry, manager):
+        elif taken_over(entry, manager, overrides):
             _merge(merged, entry.get("fieldsV1") or {})
         else:
             kept.append(entry)
@@ -127,7 +147,11 @@ def _remove(body: dict[str, Any], path: tuple[str, ...]) -> None:
 
 
 def predict_after_takeover(
-    live: dict[str, Any], dry: dict[str, Any], desired: dict[str, Any], manager: str
+    live: dict[str, Any],
+    dry: dict[str, Any],
+    desired: dict[str, Any],
+    manager: str,
+    overrides: Collection[str] = (),
 ) -> dict[str, Any]:
     """What the object looks like after the real pass's takeover and apply, from the dry run
     of the apply alone (``dry``): a dry run cannot chain the takeover patch, so the fields
@@ -141,7 +165,7 @@ def predict_after_takeover(
     for entry in managed_fields_of(live):
         if entry.get("manager") == manager and entry.get("operation") == "Apply":
             continue
-        if taken_over(entry, manager):
+        if taken_over(entry, manager, overrides):
             _merge(taken, entry.get("fieldsV1") or {})
         elif not entry.get("subresource"):
             others.append(entry.get("fieldsV1") or {})

@@ -8,7 +8,8 @@ trigger (``resources``, default all). As Flux's notification-controller does
     /hook/ + hex(sha256(token + name + namespace))
 
 with the receiver's name and the runner namespace (where its Secret lives, as a Flux
-Receiver's namespace). Docker Hub and Quay send no proof but the path; Harbor also sends
+Receiver's namespace), or its ``pathNamespace`` (a Receiver imported from Flux keeps its
+path). Docker Hub and Quay send no proof but the path; Harbor also sends
 its webhook policy's auth header as ``Authorization`` (compared with the token, as Flux
 does), Nexus an ``X-Nexus-Webhook-Signature`` (hex HMAC-SHA1 of the body). ``pushed`` reads
 the repository and tags each type's documented payload names; ``matches`` tells whether a
@@ -262,7 +263,7 @@ class Directory:
             token = self._cached(index, receiver)
             if token is None:
                 continue
-            path = hook_path(token, receiver.name, self.namespace)
+            path = hook_path(token, receiver.name, receiver.path_namespace or self.namespace)
             if proofs.same(path, wanted) and found is None:
                 names = tuple(r.name for r in receiver.resources)
                 found = Found(receiver.name, receiver.type, token, selected(names, self.syncs()))
@@ -282,6 +283,6 @@ def hook_paths(kube: Kube, namespace: str, configured: tuple[Receiver, ...]) -> 
     """Each receiver's hook path, from its Secret (``lockgate receivers``)."""
     directory = Directory(lambda: kube, namespace, lambda: configured, lambda: [])
     return [
-        HookPath(r.name, r.type, hook_path(directory.token(i, r), r.name, namespace))
+        HookPath(r.name, r.type, hook_path(directory.token(i, r), r.name, r.path_namespace or namespace))
         for i, r in enumerate(configured)
     ]

@@ -144,7 +144,11 @@ class StageApplier:
                 if which != _OURS:
                     continue
                 fast = classify.fast_unchanged(
-                    item, live, recorded_hash=self.recorded.get(item.key, ""), manager=self.mgr.field_manager
+                    item,
+                    live,
+                    recorded_hash=self.recorded.get(item.key, ""),
+                    manager=self.mgr.field_manager,
+                    overrides=self.mgr.override_managers,
                 )
                 found[item.key] = UNCHANGED if fast else live
             return found
@@ -243,6 +247,7 @@ class StageApplier:
             item.ignored,
             manager=self.mgr.field_manager,
             takes_over=item.policy.takes_over,
+            overrides=self.mgr.override_managers,
         )
 
     # ---- one object ----------------------------------------------------------------
@@ -261,8 +266,13 @@ class StageApplier:
         try:
             live = state
             if live is None:
-                # with ignored fields the live copy decides what is sent: fetched first
-                fetch = self.options.dry_run or item.policy.ssa is SSAMode.IF_NOT_PRESENT
+                # with ignored fields the live copy decides what is sent: fetched first; so under
+                # override managers (adopt), whose fields are taken over before the one apply
+                fetch = (
+                    self.options.dry_run
+                    or item.policy.ssa is SSAMode.IF_NOT_PRESENT
+                    or bool(self.mgr.override_managers)
+                )
                 if not (fetch or item.ignored or left):
                     return self._apply_unlisted(item, res)
                 live = kube.get(res, item.key.namespace, item.key.name)
@@ -288,14 +298,18 @@ class StageApplier:
 
     def _dry_run(self, item: Desired, res: Resource, live: dict[str, Any]) -> classify.Classification:
         """Dry-run ``item`` against its live object; raises ``KubeError`` (e.g. immutable fields)."""
-        manager = self.mgr.field_manager
+        manager, overrides = self.mgr.field_manager, self.mgr.override_managers
         body = self.payload_for(item, live)
-        _, dry = self.mgr.kube.apply(res, body, manager=manager, dry_run=True)
-        took_over = item.policy.takes_over and takeover.needs_takeover(live, manager)
+        took_over = item.policy.takes_over and takeover.needs_takeover(live, manager, overrides)
+        # an override manager's Apply entry becomes ours whole: a dry run under its name shows
+        # what our apply does then (its fields we do not send removed, and defaulted again
+        # by the server, as the real apply's are)
+        acting = takeover.acting_as(live, manager, overrides) if took_over else manager
+        _, dry = self.mgr.kube.apply(res, body, manager=acting, dry_run=True)
         if took_over:
             # the real pass takes kubectl's fields over first, so its apply removes those we
             # do not set: show exactly that, field by field
-            dry = takeover.predict_after_takeover(live, dry, body, manager)
+            dry = takeover.predict_after_takeover(live, dry, body, acting, overrides)
         return classify.compare(live, dry, took_over=took_over, secret=item.secret, ignored=item.ignored)
 
     def _update(self, item: Desired, res: Resource, live: dict[str, Any]) -> Entry:
@@ -304,11 +318,12 @@ class StageApplier:
         A server-side apply that changes nothing writes nothing, so no dry run is needed
         first: one request per object that is not known unchanged, as kubectl sends.
         """
-        kube, manager = self.mgr.kube, self.mgr.field_manager
-        took_over = item.policy.takes_over and takeover.needs_takeover(live, manager)
+        kube, manager, overrides = self.mgr.kube, self.mgr.field_manager, self.mgr.override_managers
+        took_over = item.policy.takes_over and takeover.needs_takeover(live, manager, overrides)
         body = self.payload_for(item, live)
         if took_over:
-            kube.json_patch(res, item.key.namespace, item.key.name, takeover.takeover_patch(live, manager))
+            patch = takeover.takeover_patch(live, manager, overrides)
+            kube.json_patch(res, item.key.namespace, item.key.name, patch)
         try:
             _, after = kube.apply(res, body, manager=manager)
         except KubeError as exc:
@@ -338,8 +353,10 @@ class StageApplier:
             raise
         if created:
             return Entry(item.key, Action.CREATED)
-        if item.policy.takes_over and takeover.needs_takeover(live, manager):
-            kube.json_patch(res, item.key.namespace, item.key.name, takeover.takeover_patch(live, manager))
+        overrides = self.mgr.override_managers
+        if item.policy.takes_over and takeover.needs_takeover(live, manager, overrides):
+            patch = takeover.takeover_patch(live, manager, overrides)
+            kube.json_patch(res, item.key.namespace, item.key.name, patch)
             kube.apply(res, item.body, manager=manager)
         return Entry(item.key, Action.CONFIGURED, "adopted an existing object")
 

@@ -31,10 +31,14 @@ class Manager:
         set_id: str,
         field_manager: str = FIELD_MANAGER,
         concurrency: int = DEFAULT_CONCURRENCY,
+        override_managers: tuple[str, ...] = (),
     ) -> None:
         self.kube = kube
         self.set_id = set_id
         self.field_manager = field_manager
+        #: other managers whose fields become ours, as Flux's ``--override-manager``
+        #: (``lockgate adopt``: ``kustomize-controller``)
+        self.override_managers = override_managers
         self.concurrency = max(1, concurrency)
 
     @property

@@ -36,11 +36,12 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from tests.integration.images_support import seed_tags
-from tests.integration.reconcile_support import configmap, dump, get, namespace
+from tests.integration.reconcile_support import configmap, deployment, dump, get, namespace
 from tests.integration.test_deploy import build
 from tests.world import binaries
 from tests.world.kube import Cluster
@@ -124,6 +125,10 @@ class Context:
     env: dict[str, str]
     outputs: list[str] = field(default_factory=list)
     marks: dict[str, float] = field(default_factory=dict)
+    #: the session fixtures the document's ``Given.needs`` asked for, by name
+    fixtures: dict[str, Any] = field(default_factory=dict)
+    #: what the set-up saw, for the check (UIDs...)
+    facts: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -136,6 +141,8 @@ class Given:
     before: Callable[[str, str, Context], None] = lambda kind, body, ctx: None
     #: what the runs must have done, beyond exiting 0
     check: Callable[[Context], None] = lambda ctx: None
+    #: session fixtures beyond the cluster and the registry (``flux``: Flux's controllers)
+    needs: tuple[str, ...] = ()
 
 
 def _registry_renamed(text: str, ctx: Context) -> str:
@@ -295,10 +302,122 @@ def _helm_check(ctx: Context) -> None:
     assert "refused with exit code 8" in everything
     assert "published the capabilities of prod" in everything
     assert "notice: rendering for prod: Kubernetes v" in everything
+# docs/migrate-from-flux.md: an app Flux applied (signed, verified by its OCIRepository), in
+# this test's own Flux, workload and runner namespaces
+def _flux_renamed(text: str, ctx: Context) -> str:
+    s = ctx.suffix
+    return (
+        _registry_renamed(text, ctx)
+        .replace("flux-system", f"flux-{s}")
+        .replace("lockgate-system", f"lg-{s}")
+        .replace("podinfo", f"podinfo-{s}")
+    )
+
+
+def _flux_setup(ctx: Context) -> None:
+    s = ctx.suffix
+    flux_ns, app = f"flux-{s}", f"podinfo-{s}"
+    for ns in (flux_ns, app):
+        ctx.cluster.kubectl("create", "namespace", ns)
+
+    def lockgate(*args: str) -> str:
+        done = subprocess.run(
+            [sys.executable, "-m", "lockgate", *args],
+            cwd=ctx.directory,
+            env=ctx.env,
+            capture_output=True,
+            text=True,
+        )
+        assert done.returncode == 0, done.stderr
+        return done.stdout
+
+    keys = ctx.directory.parent / "keys"
+    keys.mkdir()
+    lockgate("keygen", "--output-key-prefix", str(keys / "cosign"))
+    ctx.cluster.kubectl(
+        "create",
+        "secret",
+        "generic",
+        "cosign-pub",
+        "-n",
+        flux_ns,
+        f"--from-file=cosign.pub={keys / 'cosign.pub'}",
+    )
+    source = ctx.directory.parent / "podinfo"
+    _write(source, {"app.yaml": dump(deployment(app, app, replicas=2), configmap(app, app, {"k": "v"}))})
+    url = ctx.registry.oci(f"{s}/podinfo", ":latest")
+    pushed = json.loads(
+        lockgate("push", str(source), url, "--sign", "key", "--key", str(keys / "cosign.key"), "-o", "json")
+    )
+    flux_objects = [
+        {
+            "apiVersion": "source.toolkit.fluxcd.io/v1",
+            "kind": "OCIRepository",
+            "metadata": {"name": app, "namespace": flux_ns},
+            "spec": {
+                "interval": "5m",
+                "url": url.rsplit(":", 1)[0],
+                "ref": {"tag": "latest"},
+                "insecure": True,
+                "verify": {"provider": "cosign", "secretRef": {"name": "cosign-pub"}},
+            },
+        },
+        {
+            "apiVersion": "kustomize.toolkit.fluxcd.io/v1",
+            "kind": "Kustomization",
+            "metadata": {"name": app, "namespace": flux_ns},
+            "spec": {
+                "interval": "10m",
+                "sourceRef": {"kind": "OCIRepository", "name": app},
+                "path": "./",
+                "prune": True,
+                "wait": True,
+                "targetNamespace": app,
+            },
+        },
+    ]
+    ctx.cluster.kubectl("apply", "--server-side", "-f", "-", input=dump(*flux_objects))
+    deadline = time.monotonic() + 240
+    while True:
+        ks = get(ctx.cluster, "kustomizations.kustomize.toolkit.fluxcd.io", app, flux_ns) or {}
+        if str((ks.get("status") or {}).get("lastAppliedRevision", "")).endswith(pushed["digest"]):
+            break
+        assert time.monotonic() < deadline, f"Flux did not apply {app}: {ks.get('status')}"
+        time.sleep(0.5)
+    live = get(ctx.cluster, "deployment", app, app)
+    assert live is not None
+    ctx.facts["uid"] = live["metadata"]["uid"]
+    ctx.facts["pods"] = _pods(ctx.cluster, app)
+
+
+def _pods(cluster: Cluster, namespace: str) -> dict[str, str]:
+    found = json.loads(cluster.kubectl("get", "pods", "-n", namespace, "-o", "json").stdout)["items"]
+    return {p["metadata"]["name"]: p["metadata"]["uid"] for p in found}
+
+
+def _flux_check(ctx: Context) -> None:
+    s = ctx.suffix
+    app = f"podinfo-{s}"
+    live = get(ctx.cluster, "deployment", app, app)
+    assert live is not None and live["metadata"]["uid"] == ctx.facts["uid"]
+    assert not any(k.startswith("kustomize.toolkit.fluxcd.io/") for k in live["metadata"].get("labels") or {})
+    assert {m["manager"] for m in live["metadata"]["managedFields"] if m["operation"] == "Apply"} == {
+        "lockgate"
+    }
+    assert _pods(ctx.cluster, app) == ctx.facts["pods"]  # nothing re-created, nothing rolled
+    assert get(ctx.cluster, "kustomizations.kustomize.toolkit.fluxcd.io", app, f"flux-{s}") is None
+    assert get(ctx.cluster, "secret", f"lockgate-{app}", f"lg-{s}") is not None
+    everything = "\n".join(ctx.outputs)
+    assert f"adopt {app}: Kustomization flux-{s}/{app}" in everything
+    verified = next(o for o in ctx.outputs if "lockgate Apply" in o)  # the managers listed after adopt
+    assert "kustomize-controller" not in verified
 
 
 GIVEN: dict[str, Given] = {
     "README.md": Given(rename=_readme_renamed, setup=_readme_setup, check=_readme_check),
+    "docs/migrate-from-flux.md": Given(
+        rename=_flux_renamed, setup=_flux_setup, check=_flux_check, needs=("flux",)
+    ),
     "docs/images.md": Given(setup=_images_setup, check=_images_check),
     "docs/promotion.md": Given(rename=_promotion_renamed, before=_promotion_before, check=_promotion_check),
     "docs/helm.md": Given(rename=_helm_renamed, setup=_helm_setup, check=_helm_check),
@@ -315,13 +434,20 @@ def _runnable() -> list[str]:
 
 @pytest.mark.parametrize("document", _runnable())
 def test_the_document_runs_as_written(
-    document: str, cluster: Cluster, registry: Registry, unique: str, tmp_path: Path
+    document: str,
+    cluster: Cluster,
+    registry: Registry,
+    unique: str,
+    tmp_path: Path,
+    request: pytest.FixtureRequest,
 ) -> None:
     given = GIVEN.get(document, Given(rename=_registry_renamed))
+    fixtures = {name: request.getfixturevalue(name) for name in given.needs}
     bindir = Path(sys.executable).parent
+    tools = [str(binaries.binary(p).parent) for p in ("kubectl", "flux")]
     env = {
         **{k: v for k, v in os.environ.items() if k not in ("LOCKGATE_PASSWORD", "SIGSTORE_ID_TOKEN")},
-        "PATH": os.pathsep.join([str(bindir), str(binaries.binary("kubectl").parent), os.environ["PATH"]]),
+        "PATH": os.pathsep.join([str(bindir), *tools, os.environ["PATH"]]),
         "KUBECONFIG": str(cluster.kubeconfig),
         "COSIGN_PASSWORD": "docs-password",
         "DOCKER_CONFIG": str(tmp_path / "docker"),
@@ -330,7 +456,7 @@ def test_the_document_runs_as_written(
     }
     work = tmp_path / "work"
     work.mkdir()
-    ctx = Context(work, registry, cluster, unique[-6:], env)
+    ctx = Context(work, registry, cluster, unique[-6:], env, fixtures=fixtures)
     given.setup(ctx)
     text = given.rename((ROOT / document).read_text(), ctx)
     ran = 0

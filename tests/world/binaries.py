@@ -20,11 +20,12 @@ import sys
 import threading
 import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
 
 from tests.world.errors import WorldSetupError, log_tail
-from tests.world.pins import BENCH_COMPONENTS, COMPONENTS, GoComponent
+from tests.world.pins import BENCH_COMPONENTS, COMPONENTS, MODULES, GoComponent
 
 _REPLACE_LINE = re.compile(r"^\s*(\S+)(?:\s+(\S+))?\s+=>\s+(\S+)(?:\s+(\S+))?\s*$")
 
@@ -74,8 +75,10 @@ def binary(program: str) -> Path:
 
 
 def module_dir(name: str) -> Path:
-    """The module cache directory of a component's module (for data files such as kwok's stages)."""
-    component = COMPONENTS[name]
+    """The module cache directory of a component's module, or of a data-only module
+    (``pins.MODULES``), for data files such as kwok's stages or Flux's CRDs."""
+    component = COMPONENTS.get(name) or MODULES[name]
+    cache_root().mkdir(parents=True, exist_ok=True)
     go = shutil.which("go")
     if go is None:
         raise WorldSetupError("the 'go' command is not on PATH; install Go >= 1.26")
@@ -96,22 +99,37 @@ def module_dir(name: str) -> Path:
     return Path(info["Dir"])
 
 
+#: builds at once (``LOCKGATE_BUILD_JOBS``): each ``go build`` uses every core already, so a
+#: second one mostly overlaps the first's downloads and single-threaded link with compiling
+BUILD_JOBS = 2
+
+
+def _ensure_one(component: GoComponent) -> Path:
+    if not _is_built(component):
+        with _lock(component):
+            if not _is_built(component):
+                _build(component)
+    return bin_dir(component)
+
+
 def ensure(*names: str) -> dict[str, Path]:
-    """Build the named components unless cached; return their bin dirs.
+    """Build the named components unless cached, ``BUILD_JOBS`` at a time; return their bin dirs.
 
     With no names: every component the world needs (not the bench-only peers, which
-    ``make bench`` names).
+    ``make bench`` names). A failed build fails the call once the others have finished.
     """
     default = tuple(n for n, c in COMPONENTS.items() if not c.bench_only)
     selected = [COMPONENTS[n] for n in (names or default)]
-    result: dict[str, Path] = {}
-    for component in selected:
-        if not _is_built(component):
-            with _lock(component):
-                if not _is_built(component):
-                    _build(component)
-        result[component.name] = bin_dir(component)
-    return result
+    missing = [c for c in selected if not _is_built(c)]
+    jobs = max(1, int(os.environ.get("LOCKGATE_BUILD_JOBS", BUILD_JOBS)))
+    if len(missing) > 1 and jobs > 1:
+        with ThreadPoolExecutor(max_workers=jobs) as pool:
+            futures = [pool.submit(_ensure_one, c) for c in missing]
+        for future in futures:
+            error = future.exception()
+            if error is not None:
+                raise error
+    return {component.name: _ensure_one(component) for component in selected}
 
 
 @contextmanager

@@ -219,9 +219,11 @@ COMPONENTS: dict[str, GoComponent] = {
             # between two worlds): this build binds them to loopback on a free port
             overlay=(("pkg/server/prometheus.go", _TSA_METRICS_ON_LOOPBACK),),
         ),
-        # the peer of ``lockgate serve`` in bench/bench_serve.py: the two controllers Flux
-        # v2.9.5 ships for OCIRepository + Kustomization (flux2's manifests/bases name
-        # source-controller v1.9.5 and kustomize-controller v1.9.5). Their go.mod replaces
+        # the two controllers Flux v2.9.5 ships for OCIRepository + Kustomization (flux2's
+        # manifests/bases name source-controller v1.9.5 and kustomize-controller v1.9.5): the
+        # Flux that lockgate import and adopt take over from (tests/world/flux.py,
+        # tests/integration/test_flux_*.py) and the peer of ``lockgate serve`` in
+        # bench/bench_serve.py. Part of the world, so built by make setup. Their go.mod replaces
         # ./api with the local directory, which the module zip lacks: the staging version
         # points it at the published api module of the same release. CRDs come from the
         # same modules (config/crd/bases).
@@ -231,7 +233,6 @@ COMPONENTS: dict[str, GoComponent] = {
             version="v1.9.5",
             programs={"source-controller": "github.com/fluxcd/source-controller"},
             staging_version="v1.9.5",
-            bench_only=True,
             # the proxy answers 403 "This module version is not available" for
             # github.com/fluxcd/pkg/artifact v0.18.2 and v0.18.3 (the artifact server and
             # storage): v0.18.1 stands in; in fluxcd/pkg no Go file under artifact/ changed
@@ -250,7 +251,6 @@ COMPONENTS: dict[str, GoComponent] = {
             version="v1.9.5",
             programs={"kustomize-controller": "github.com/fluxcd/kustomize-controller"},
             staging_version="v1.9.5",
-            bench_only=True,
         ),
         # the SOPS CLI that encrypts the decryption tests' fixtures (lockgate decrypts them
         # itself, tests/integration/test_reconcile_decrypt.py); age comes from Debian
@@ -294,6 +294,27 @@ COMPONENTS: dict[str, GoComponent] = {
             programs={"actionlint": "github.com/rhysd/actionlint/cmd/actionlint"},
             ldflags=("-X github.com/rhysd/actionlint.version=v1.7.12",),
         ),
+    )
+}
+
+@dataclass(frozen=True)
+class GoModule:
+    """A module read for its data files (a controller's CRDs), downloaded, never built."""
+
+    name: str
+    module: str
+    version: str
+
+
+MODULES: dict[str, GoModule] = {
+    m.name: m
+    for m in (
+        # the CRDs of Alert, Provider and Receiver (config/crd/bases): lockgate import reads
+        # these objects from the cluster; the controller itself never runs here. Flux v2.9.5
+        # ships v1.9.4 (flux2's manifests/bases/notification-controller), which the proxy
+        # refuses (403 "not available"); v1.9.3 stands in: its api module differs from
+        # v1.9.4's in go.mod requirements only, so the CRDs are the same
+        GoModule("notification-controller", "github.com/fluxcd/notification-controller", "v1.9.3"),
     )
 }
 

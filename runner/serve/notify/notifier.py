@@ -218,7 +218,7 @@ class Notifier:
         key: _StatusKey,
         state: tuple[messages.State, str],
     ) -> None:
-        status = Status(state[0], state[1], provider.context, provider.target_url)
+        status = Status(state[0], state[1], provider.context, provider.target_url, provider.genre)
 
         def prepare() -> delivery.Request:
             credentials = self._credentials(provider, result)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import dataclasses
 import hashlib
 
 from lockgate import forge
@@ -72,6 +73,12 @@ def test_azure_devops_posts_under_the_organisation_with_a_pat_as_basic() -> None
         "name": "lockgate/east/web",
     }
     assert request.headers["Authorization"] == "Basic " + base64.b64encode(b":pat").decode()
+    flux = dataclasses.replace(STATUS, genre="fluxcd", context="kustomization/web/8d2a9f3c")
+    repository = remote.repository(
+        "https://dev.azure.com/acme/web/_git/app", remote.forge_name("azuredevops")
+    )
+    kept = forge.status_request(repository, SHA, flux, Credentials(token="pat"))
+    assert kept.body["context"] == {"genre": "fluxcd", "name": "kustomization/web/8d2a9f3c"}
 
 
 def test_an_api_url_overrides_the_derived_one() -> None:

@@ -82,3 +82,19 @@ def test_a_bad_filter_is_refused_at_load_naming_the_field(tmp_path: Path, notify
         load_notify(tmp_path, notify)
     assert expected in refused.value.message, refused.value.message
     assert "syncs.yaml:" in refused.value.message
+
+
+def test_an_azure_devops_genre_reaches_the_provider_and_no_other_forge_takes_one(tmp_path: Path) -> None:
+    """Flux's Azure DevOps statuses say genre fluxcd; an imported provider keeps it."""
+    path = tmp_path / "syncs.yaml"
+    sync = (
+        "apiVersion: lockgate.dev/v1alpha1\nkind: Sync\nmetadata: {name: web}\n"
+        "spec:\n  url: oci://127.0.0.1:5000/web\n  interval: 5m\n  verify: {insecureSkip: true}\n"
+        "  notify:\n    - {type: %s, secretRef: {name: t}, genre: fluxcd}\n"
+    )
+    path.write_text(sync % "azuredevops")
+    ((provider,),) = [s.notify for s in config.load(path).syncs]
+    assert provider.genre == "fluxcd"
+    path.write_text(sync % "github")
+    with pytest.raises(UsageError, match=r"spec\.notify\[0\]: genre is the context genre of Azure DevOps"):
+        config.load(path)

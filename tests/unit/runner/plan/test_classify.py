@@ -32,7 +32,7 @@ def cm(data: dict[str, str], *, managers: tuple[str, ...] = ("lockgate",)) -> di
     [
         ("same", cm({"k": "1"}), False, (Action.UNCHANGED, "", [])),
         ("changed", cm({"k": "2"}), False, (Action.CONFIGURED, "", ['data.k: "1" -> "2"'])),
-        ("taken over only", cm({"k": "1"}), True, (Action.CONFIGURED, "fields taken over from kubectl", [])),
+        ("taken over only", cm({"k": "1"}), True, (Action.CONFIGURED, classify.TAKEN_OVER, [])),
         ("changed and taken over", cm({"k": "2"}), True, (Action.CONFIGURED, "", ['data.k: "1" -> "2"'])),
     ],
 )
