@@ -2,7 +2,7 @@
 
 Pure, from the values of ``model``. Everything a manifest, a configuration or an attestation
 wrote (names, field values, cluster names) is text from outside: the table escapes control
-characters (``lockgate.fleet.matrix.shown``), the Markdown puts it in code spans whose fence is
+characters (``lockgate.terminal.shown``), the Markdown puts it in code spans whose fence is
 longer than any run of backticks in it, with ``|`` escaped and newlines folded, so a value
 cannot close a cell, a table, a ``<details>`` block or start HTML. A forge keeps a comment to
 65,536 characters: the details are cut to fit (``LIMIT``), saying how many were left out.
@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 
 from lockgate.diff.changeset import Action, Entry
-from lockgate.fleet.matrix import shown
+from lockgate.terminal import shown
 from runner.plan.preview.model import Basis, Preview, Target
 
 #: GitHub keeps a comment to 65,536 characters; the rest goes to the marker and the cut note
