@@ -17,6 +17,7 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from lockgate import terminal
 from lockgate.fleet.matrix import Fleet, State, short
 
 CSP = "default-src 'none'; style-src 'self'; base-uri 'none'; form-action 'none'"
@@ -55,10 +56,7 @@ class Waits:
 
 def text(value: str, *, limit: int = WIDEST) -> str:
     """``value`` escaped for HTML text and attributes, control characters shown, cut."""
-    safe = "".join(c if c.isprintable() else repr(c)[1:-1] for c in value)
-    if len(safe) > limit:
-        safe = safe[: limit - 1] + "…"
-    return html.escape(safe, quote=True)
+    return html.escape(terminal.shown(value, limit=limit), quote=True)
 
 
 def _cell(fleet: Fleet, row: int, cluster: str) -> str:
