@@ -47,7 +47,7 @@ ACTIONS_ISSUER = "https://token.actions.githubusercontent.com"
 #: the base Fulcio puts before GitHub repository and workflow paths
 GITHUB_BASE = "https://github.com/"
 #: lockgate's reusable workflows (``workflows/*.yml``; a unit test keeps this in step)
-OWN_WORKFLOWS = ("image-updates.yml", "pr-diff.yml", "publish.yml")
+OWN_WORKFLOWS = ("fleet-page.yml", "image-updates.yml", "pr-diff.yml", "publish.yml")
 _OID = "1.3.6.1.4.1.57264.1."
 #: Source Repository URI: a github.com certificate's starts with ``GITHUB_BASE``
 SOURCE_REPOSITORY_URI = _OID + "12"

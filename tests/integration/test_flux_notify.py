@@ -64,7 +64,9 @@ def test_an_imported_github_alert_posts_statuses_with_flux_s_context(
         fleet.cluster.kubectl(
             "create", "secret", "generic", "github-token", "-n", where, f"--from-literal=token={TOKEN}"
         )
-    built_from = ("--source", "https://github.com/acme/app", "--revision")
+    # the repository on the stand-in's host, as a GitHub Enterprise one is on its own: a provider
+    # sends its token only to the host its address names (docs/security.md §17)
+    built_from = ("--source", f"{recorder.url}/acme/app", "--revision")
     files = {"app.yaml": dump(deployment("web", env={"A": "1"}))}
     digest = fleet.push("web", files, *built_from, f"main@sha1:{SHAS[0]}")
     provider = {
