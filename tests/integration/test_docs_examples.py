@@ -153,9 +153,18 @@ EXAMPLES, SKIPPED = examples()
 def test_the_documented_configuration_loads(example: Example, tmp_path: Path) -> None:
     if example.loader == "images":
         (tmp_path / "example.yaml").write_text(example.block.body)
-        loaded = images_config.load(tmp_path)
-        named = {d["metadata"]["name"] for d in example.documents if d.get("kind") in IMAGE_KINDS}
-        assert named and loaded is not None
+        images = images_config.load(tmp_path)
+        kinds = [d.get("kind") for d in example.documents if isinstance(d, dict)]
+        # an ImageAutomation's images each become an ImageRepository and an ImagePolicy
+        expanded = sum(
+            len((d.get("spec") or {}).get("images") or [])
+            for d in example.documents
+            if isinstance(d, dict) and d.get("kind") == "ImageAutomation"
+        )
+        assert len(images.repositories) == kinds.count("ImageRepository") + expanded
+        assert len(images.policies) == kinds.count("ImagePolicy") + expanded
+        automations = kinds.count("ImageUpdateAutomation") + kinds.count("ImageAutomation")
+        assert len(images.automations) == automations, (example.block, images)
         return
     path = tmp_path / "lockgate.yaml"
     path.write_text(_with_keys(_as_document(example), tmp_path))
