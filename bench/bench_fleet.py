@@ -28,6 +28,14 @@ see it, wait and attest; the **latency** is from the last runner's attestation (
 write of the fallback index, which makes it visible) to each downstream check that decides
 1.1.0 may apply (the pass that would follow is out of scope: it costs the same at every N,
 and its own attestation check reuses the cache).
+**The referrers API** (``--api-sizes``, default N = 10, 50, 100): the same rounds, cache on,
+against the world's registry with the OCI referrers API (go-containerregistry's, behind the
+front of ``tests/world/referrers_registry.py``: ``API_PAGE_SIZE`` referrers a page, an ETag per
+page). Attestations are then referrers only (no fallback index is written) and each downstream
+check reads every page of the list with ``If-None-Match``; the peer is the tag fallback round
+(Distribution, cache on) at the same N in the same run. The front's own counts say how many
+referrers requests were answered ``304 Not Modified`` in the steady window.
+
 Requests per check and per attestation are exact counts; requests per second and the
 latency depend on this machine (2 shared cores; the benchmark's Python threads and the
 registry compete for them), which is why ours is reported as a ratio to the peer measured
@@ -58,9 +66,15 @@ from lockgate.registry.cache import RegistryCache
 from lockgate.signing import attest, layout
 from lockgate.signing.policy import KeyPolicy, KeySetPolicy
 from runner.pipeline import source
+from tests.world.referrers_registry import ReferrersRegistry, start_referrers_registry
+from tests.world.registry import Registry
 from tests.world.world import World
 
 SIZES = (10, 50, 100, 200)
+#: the sizes measured again against the registry with the referrers API
+API_SIZES = (10, 50, 100)
+#: referrers a page of that registry's list (its front pages it; real registries vary)
+API_PAGE_SIZE = 25
 #: the sizes the peer (no cache) is also measured at: beyond 50 runners each of its checks
 #: reads and verifies every attestation again and outlasts the interval on a 2-core machine,
 #: so larger rounds compare ours with ours at the smallest size (the growth) instead
@@ -111,6 +125,8 @@ class Round:
     runners: int
     syncs: int
     cached: bool
+    #: against the registry with the referrers API (else Distribution: the tag fallback)
+    api: bool = False
     steady_seconds: float = 0.0
     steady_runner_requests: int = 0
     steady_sync_requests: int = 0
@@ -123,6 +139,9 @@ class Round:
     latency: list[float] = field(default_factory=list)
     #: checks that failed and were retried on the next interval (runners' and syncs')
     retried_checks: int = 0
+    #: the referrers API's front, steady window: referrers requests, and those answered 304
+    steady_referrers_requests: int = 0
+    steady_referrers_304: int = 0
 
     @property
     def requests_per_second(self) -> float:
@@ -174,7 +193,9 @@ class Poller(threading.Thread):
 class FleetRunner(Poller):
     """One cluster's runner: its cheap check, and an attestation for each new version."""
 
-    def __init__(self, number: int, url: str, cached: bool, stop: threading.Event) -> None:
+    def __init__(
+        self, number: int, url: str, cached: bool, stop: threading.Event, *, api: bool = False
+    ) -> None:
         self.key = ec.generate_private_key(ec.SECP256R1())
         self.cluster = f"fleet-{number}"
         self.client = registry.RegistryClient.for_reference(
@@ -189,7 +210,8 @@ class FleetRunner(Poller):
 
         def put_and_note(repo: str, ref: str, content: bytes, media_type: str) -> str:
             written = put(repo, ref, content, media_type)
-            if ref.startswith("sha256-"):  # the fallback index: from now on the attestation is listed
+            # listed from now on: in the fallback index, or (the API) as soon as the referrer is stored
+            if ref.startswith("sha256-") or (api and ref.startswith("sha256:")):
                 self.listed_at = time.monotonic()
             return written
 
@@ -235,12 +257,14 @@ def _wait(what: str, done: Callable[[], bool], pollers: Sequence[Poller], deadli
         time.sleep(0.05)
 
 
-def measure_round(world: World, runners: int, syncs: int, *, cached: bool) -> Round:
-    repo = f"bench/fleet/{'cached' if cached else 'uncached'}-{runners}-{int(time.time())}"
-    url = world.registry.oci(repo)
+def measure_round(target: Registry, runners: int, syncs: int, *, cached: bool) -> Round:
+    api = isinstance(target, ReferrersRegistry)
+    kind = "api" if api else "cached" if cached else "uncached"
+    repo = f"bench/fleet/{kind}-{runners}-{int(time.time())}"
+    url = target.oci(repo)
     pusher = registry.RegistryClient.for_reference(registry.parse(url))
     stop = threading.Event()
-    fleet = [FleetRunner(n, url, cached, stop) for n in range(runners)]
+    fleet = [FleetRunner(n, url, cached, stop, api=api) for n in range(runners)]
     policy = KeySetPolicy(
         tuple(KeyPolicy(r.key.public_key(), source=f"runners[{r.cluster}.pub]") for r in fleet),
         source="Secret/runners",
@@ -255,7 +279,8 @@ def measure_round(world: World, runners: int, syncs: int, *, cached: bool) -> Ro
         Poller(lambda client=client: source.current_digest(spec, client), stop)  # type: ignore[misc]
         for client in clients
     ]
-    measured = Round(runners, syncs, cached)
+    measured = Round(runners, syncs, cached, api)
+    front = target.counts if isinstance(target, ReferrersRegistry) else lambda: {}
     try:
         v100 = _push(pusher, repo, "1.0.0")
         for runner in fleet:
@@ -273,9 +298,13 @@ def measure_round(world: World, runners: int, syncs: int, *, cached: bool) -> Ro
         r0, s0 = _total(runner_clients), _total(clients)
         c0 = [len(p.answers) for p in downstream]
         k0 = [len(r.answers) for r in fleet]
+        f0 = front()
         t0 = time.monotonic()
         time.sleep(STEADY)
         measured.steady_seconds = time.monotonic() - t0
+        f1 = front()
+        measured.steady_referrers_requests = f1.get("referrers", 0) - f0.get("referrers", 0)
+        measured.steady_referrers_304 = f1.get("referrers 304", 0) - f0.get("referrers 304", 0)
         measured.steady_runner_requests = _total(runner_clients) - r0
         measured.steady_sync_requests = _total(clients) - s0
         measured.steady_sync_checks = sum(len(p.answers) - c for p, c in zip(downstream, c0, strict=True))
@@ -305,6 +334,8 @@ def measure_round(world: World, runners: int, syncs: int, *, cached: bool) -> Ro
 
 def _growth(rounds: dict[tuple[int, bool], Round], value: Callable[[Round], float], cached: bool) -> str:
     sizes = sorted(n for n, c in rounds if c == cached)
+    if not sizes:
+        return "not measured"
     base = value(rounds[(sizes[0], cached)])
     return ", ".join(f"N={n}: {value(rounds[(n, cached)]) / base:.2f}x" for n in sizes) if base else "n/a"
 
@@ -407,18 +438,97 @@ def collect(
     for n in sizes:
         for cached in (False, True) if n in peer_sizes else (True,):
             print(f"  fleet: {n} runners, {syncs} syncs, cache {'on' if cached else 'off'}", flush=True)
-            rounds[(n, cached)] = measure_round(world, n, syncs, cached=cached)
+            rounds[(n, cached)] = measure_round(world.registry, n, syncs, cached=cached)
     return rounds
+
+
+def collect_api(
+    world: World,
+    rounds: dict[tuple[int, bool], Round],
+    sizes: tuple[int, ...] = API_SIZES,
+    syncs: int = SYNCS,
+) -> dict[int, Round]:
+    """The rounds against the registry with the referrers API (cache on), and the tag fallback's
+    at the same sizes when ``rounds`` lacks them."""
+    api_rounds: dict[int, Round] = {}
+    target = start_referrers_registry(world.directory, name="bench-referrers", page_size=API_PAGE_SIZE)
+    try:
+        for n in sizes:
+            if (n, True) not in rounds:
+                print(f"  fleet: {n} runners, {syncs} syncs, cache on (the tag fallback's peer)", flush=True)
+                rounds[(n, True)] = measure_round(world.registry, n, syncs, cached=True)
+            print(f"  fleet: {n} runners, {syncs} syncs, cache on, the referrers API", flush=True)
+            api_rounds[n] = measure_round(target, n, syncs, cached=True)
+    finally:
+        target.stop()
+    return api_rounds
+
+
+def api_results(api_rounds: dict[int, Round], rounds: dict[tuple[int, bool], Round]) -> list[BenchResult]:
+    rows: list[BenchResult] = []
+    for n, ours in sorted(api_rounds.items()):
+        theirs = rounds[(n, True)]
+        pages = -(-n // API_PAGE_SIZE)
+        where = f"{n} runners, {ours.syncs} syncs (quorum of {n}), referrers API ({API_PAGE_SIZE} a page)"
+        rows.append(
+            BenchResult(
+                benchmark="fleet-api",
+                scenario=f"{where}: requests per downstream check",
+                ours_seconds=round(ours.requests_per_check, 2),
+                peer="tag fallback (Distribution), cache on, same run",
+                peer_seconds=round(theirs.requests_per_check, 2),
+                unit="req",
+                goal=f"2 + {pages} page(s): tag list, tag HEAD, each referrers page (304)",
+                extra={
+                    "referrers_requests": ours.steady_referrers_requests,
+                    "referrers_304": ours.steady_referrers_304,
+                    "sync_checks": ours.steady_sync_checks,
+                    "peer_sync_checks": theirs.steady_sync_checks,
+                    "check_s_median": round(statistics.median(ours.steady_check_seconds), 4),
+                    "peer_check_s_median": round(statistics.median(theirs.steady_check_seconds), 4),
+                },
+            )
+        )
+        rows.append(
+            BenchResult(
+                benchmark="fleet-api",
+                scenario=f"{where}: requests per attestation written (median)",
+                ours_seconds=float(statistics.median(ours.attest_requests)),
+                peer="tag fallback (Distribution), cache on, same run",
+                peer_seconds=float(statistics.median(theirs.attest_requests)),
+                unit="req",
+                goal="no fallback index to rewrite",
+                extra={"max": max(ours.attest_requests), "peer_max": max(theirs.attest_requests)},
+            )
+        )
+        rows.append(
+            BenchResult(
+                benchmark="fleet-api",
+                scenario=f"{where}: last attestation to the check that may apply (max of {ours.syncs})",
+                ours_seconds=round(max(ours.latency), 3),
+                peer="tag fallback (Distribution), cache on, same run",
+                peer_seconds=round(max(theirs.latency), 3),
+                goal=f"<= interval ({INTERVAL:g}s) + one check",
+                extra={
+                    "median_s": round(statistics.median(ours.latency), 3),
+                    "retried_checks": ours.retried_checks,
+                },
+            )
+        )
+    return rows
 
 
 def run(world: World) -> list[BenchResult]:
     rounds = collect(world)
+    api_rounds = collect_api(world, rounds)
     for line in growth_lines(rounds):
         print(f"  growth from N={SIZES[0]}: {line[2:]}", flush=True)
-    return results(rounds)
+    return results(rounds) + api_results(api_rounds, rounds)
 
 
-def write(rounds: dict[tuple[int, bool], Round], rows: list[BenchResult], name: str) -> None:
+def write(
+    rounds: dict[tuple[int, bool], Round], rows: list[BenchResult], name: str, api_rows: list[BenchResult]
+) -> None:
     sizes = sorted({n for n, _ in rounds})
     lines = [
         f"# fleet benchmark: {sizes[0]} to {sizes[-1]} runners attesting, downstream syncs with a quorum",
@@ -435,6 +545,15 @@ def write(rounds: dict[tuple[int, bool], Round], rows: list[BenchResult], name: 
         f"## Growth from N={sizes[0]} to N={sizes[-1]}",
         "",
         *growth_lines(rounds),
+        "",
+        "## The referrers API against the tag fallback",
+        "",
+        "The same rounds (cache on) against go-containerregistry's registry with the referrers API, "
+        f"{API_PAGE_SIZE} referrers a page, each page revalidated with If-None-Match; the peer is the "
+        "tag fallback round above at the same N. `referrers_304` of `referrers_requests`: the "
+        "pages answered 304 Not Modified in the steady window.",
+        "",
+        *(markdown_table(api_rows) if api_rows else ["(not measured: --api-sizes was empty)"]),
         "",
     ]
     RESULTS.mkdir(exist_ok=True)
@@ -459,6 +578,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--peer-sizes", default=",".join(map(str, PEER_SIZES)), help="runner counts also measured uncached"
     )
+    parser.add_argument(
+        "--api-sizes",
+        default=",".join(map(str, API_SIZES)),
+        help="runner counts also measured on the referrers API",
+    )
     parser.add_argument("--interval", type=float, default=INTERVAL)
     parser.add_argument("--name", default="fleet", help="results file name, without .md")
     args = parser.parse_args(argv)
@@ -466,13 +590,16 @@ def main(argv: list[str] | None = None) -> int:
     sizes = tuple(int(n) for n in args.sizes.split(","))
     world = World.start(cluster=False)
     try:
-        peer_sizes = tuple(int(n) for n in args.peer_sizes.split(","))
+        peer_sizes = tuple(int(n) for n in args.peer_sizes.split(",") if n)
         rounds = collect(world, sizes, args.syncs, peer_sizes)
+        api_sizes = tuple(int(n) for n in args.api_sizes.split(",") if n)
+        api_rounds = collect_api(world, rounds, api_sizes, args.syncs) if api_sizes else {}
     finally:
         world.stop()
     rows = results(rounds)
-    write(rounds, rows, args.name)
-    for row in rows:
+    api_rows = api_results(api_rounds, rounds)
+    write(rounds, rows, args.name, api_rows)
+    for row in rows + api_rows:
         print(
             f"{row.scenario}: ours {row.ours_seconds} {row.unit}, "
             f"peer {row.peer_seconds} {row.unit}, ratio {row.ratio:.2f}"

@@ -1,4 +1,5 @@
-"""Session-scoped fixtures for the world: registry, auth registry, git remote, cluster.
+"""Session-scoped fixtures for the world: registry, auth registry, a registry with the referrers
+API, git remote, cluster.
 
 A test that needs the world and cannot get it fails with the component's log tail
 (``WorldSetupError``); it never skips. Each test gets unique names (``unique``) so tests
@@ -24,6 +25,7 @@ if TYPE_CHECKING:
     from tests.world.flux import FluxControllers
     from tests.world.gitea import Gitea
     from tests.world.kube import Cluster
+    from tests.world.referrers_registry import ReferrersRegistry
 
 #: the local Sigstore stack (Fulcio, CT log, Rekor v2, TSA, an OIDC issuer) for keyless tests
 pytest_plugins = ["tests.world.sigstore_fixtures"]
@@ -46,6 +48,17 @@ def registry(world_dir: Path) -> Iterator[Registry]:
 @pytest.fixture(scope="session")
 def auth_registry(world_dir: Path) -> Iterator[Registry]:
     reg = start_registry(world_dir, auth=True, name="auth-registry")
+    yield reg
+    reg.stop()
+
+
+@pytest.fixture(scope="session")
+def referrers_registry(world_dir: Path) -> Iterator[ReferrersRegistry]:
+    """go-containerregistry's registry with the OCI referrers API, behind a front that pages
+    the list and answers ETags (``tests/world/referrers_registry.py``)."""
+    from tests.world.referrers_registry import start_referrers_registry
+
+    reg = start_referrers_registry(world_dir)
     yield reg
     reg.stop()
 

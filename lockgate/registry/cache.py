@@ -13,8 +13,9 @@ it is safe:
   what a waiting sync waits for; so it is never trusted without asking. On a registry
   without the referrers API the list is the fallback index at tag ``sha256-<hex>``: one
   HEAD of that tag answers whether it changed (its manifest digest), and only a changed
-  index is read, by digest. A registry answering the API is asked for its list each time
-  (one request; the manifests it names are remembered as above). That a registry has no
+  index is read, by digest. A registry answering the API is asked for each page of its list
+  each time, with the page's ``ETag`` in ``If-None-Match``: an unchanged page is a 304 with
+  no body (``referrers``; the manifests it names are remembered as above). That a registry has no
   API is believed for ``API_RECHECK_SECONDS``, then probed again (a registry upgraded in
   place starts answering it).
 * **Values derived from content-addressed bytes** (``derived``): e.g. whether a bundle
@@ -34,7 +35,7 @@ from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 from typing import Generic, TypeVar
 
-from lockgate.registry.oci import Referrers
+from lockgate.registry.oci import Descriptor, Referrers
 
 #: blobs up to this size are remembered (bundles are a few KiB; layers are not worth holding)
 SMALL_BLOB = 256 << 10
@@ -81,6 +82,17 @@ class _Lru(Generic[K, V]):
 
 
 @dataclass(frozen=True)
+class Page:
+    """One page of a referrers list from the API, as answered: its URL, its ``ETag`` (empty:
+    none), its descriptors and the next page's URL (its ``Link``)."""
+
+    url: str
+    etag: str
+    manifests: tuple[Descriptor, ...]
+    next: str | None
+
+
+@dataclass(frozen=True)
 class Listing:
     """The referrers of one digest as last read, and how to tell whether they changed."""
 
@@ -89,6 +101,8 @@ class Listing:
     index_digest: str | None
     #: when the referrers API was last probed (``time.monotonic``)
     probed_at: float
+    #: the API's pages, each revalidated with its ETag (none for the fallback)
+    pages: tuple[Page, ...] = ()
 
 
 @dataclass

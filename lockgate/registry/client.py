@@ -4,7 +4,7 @@ Manifests travel as raw bytes and are addressed by the sha256 of exactly those b
 blobs are streamed from and to files with their digest checked on the way. Used by the
 artifact commands, by signing (manifests by tag and digest, indexes) and by the image
 scanner (tag listing). A client given a ``RegistryCache`` (``serve``'s) remembers documents
-by digest and revalidates referrers lists with one request (``lockgate.registry.cache``).
+by digest and revalidates referrers lists (``lockgate.registry.cache``, ``referrers``).
 """
 
 from __future__ import annotations
@@ -13,26 +13,20 @@ import hashlib
 import urllib.parse
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import IO, TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING
 
-import requests
-
-from lockgate import replies
 from lockgate.errors import (
-    AuthError,
-    LockgateError,
     RegistryError,
-    ReplyTooLarge,
     ResolveError,
     UsageError,
     VerificationError,
 )
 from lockgate.registry import credentials as creds_mod
-from lockgate.registry import oci
-from lockgate.registry.cache import SMALL_BLOB, Listing, RegistryCache
+from lockgate.registry import oci, referrers, replies
+from lockgate.registry.cache import SMALL_BLOB, RegistryCache
 from lockgate.registry.connection import TransportOptions
 from lockgate.registry.credentials import Credentials
-from lockgate.registry.oci import MANIFEST_TYPES, OCI_INDEX, Referrers, referrers_tag, sha256_digest
+from lockgate.registry.oci import MANIFEST_TYPES, Referrers, sha256_digest
 from lockgate.registry.reference import DIGEST_PATTERN, Reference
 from lockgate.registry.transport import RetryPolicy, Transport
 
@@ -44,7 +38,6 @@ CHUNK = 1 << 20
 MAX_MANIFEST_BYTES = oci.MAX_DOCUMENT_BYTES
 #: one page of a tag list (10,000 tags of 128 characters fit with room to spare)
 MAX_TAG_PAGE_BYTES = 16 << 20
-_ERROR_BODY_BYTES = replies.MAX_REPLY_BYTES
 
 
 @dataclass(frozen=True)
@@ -128,7 +121,7 @@ class RegistryClient:
             if response.status_code == 404:
                 return None
             if response.status_code != 200:
-                raise _failure(response, f"{self.host}/{repo}:{ref}")
+                raise replies.failure(response, f"{self.host}/{repo}:{ref}")
             digest = response.headers.get("Docker-Content-Digest")
         if digest and DIGEST_PATTERN.match(digest):
             return digest
@@ -163,8 +156,8 @@ class RegistryClient:
             if response.status_code == 404:
                 raise ResolveError(f"oci://{where} not found")
             if response.status_code != 200:
-                raise _failure(response, where)
-            content = _read_limited(response, MAX_MANIFEST_BYTES, where)
+                raise replies.failure(response, where)
+            content = replies.read_limited(response, MAX_MANIFEST_BYTES, where)
             media_type = response.headers.get("Content-Type", "").split(";")[0].strip()
         digest = sha256_digest(content)
         if by_digest and digest != ref:
@@ -185,7 +178,7 @@ class RegistryClient:
         )
         with response:
             if response.status_code not in (200, 201):
-                raise _failure(response, f"{self.host}/{repo}:{ref}")
+                raise replies.failure(response, f"{self.host}/{repo}:{ref}")
             answered = response.headers.get("Docker-Content-Digest")
         if answered and answered != digest:
             raise RegistryError(
@@ -194,50 +187,9 @@ class RegistryClient:
         return digest
 
     def referrers(self, repo: str, digest: str) -> Referrers:
-        """What refers to the manifest ``digest``: the referrers API, else the fallback index.
-
-        With a cache, a list read from the fallback index is revalidated by one HEAD of its
-        tag and read again (by digest) only when it changed."""
-        known = self.cache.listing(repo, digest) if self.cache is not None else None
-        if known is not None and self.cache is not None and self.cache.fallback_trusted(known):
-            index_digest = self.head_manifest(repo, referrers_tag(digest))
-            if index_digest != known.index_digest:
-                known = self._fallback(repo, digest, index_digest, probed_at=known.probed_at)
-            return known.referrers
-        probed_at = self.cache.clock() if self.cache is not None else 0.0
-        where = f"{self.host}/{repo}@{digest}"
-        response = self.transport.request(
-            "GET",
-            f"/v2/{repo}/referrers/{digest}",
-            scope=_scope(repo, "pull"),
-            headers={"Accept": OCI_INDEX},
-            stream=True,
-        )
-        with response:
-            if response.status_code == 200:
-                return Referrers.from_bytes(
-                    _read_limited(response, MAX_MANIFEST_BYTES, where), from_api=True, where=where
-                )
-            if response.status_code >= 500:
-                raise _failure(response, f"{where} referrers")
-        return self._fallback(repo, digest, referrers_tag(digest), probed_at=probed_at).referrers
-
-    def _fallback(self, repo: str, digest: str, index: str | None, *, probed_at: float) -> Listing:
-        """The fallback index ``index`` (its tag, or the digest a HEAD of the tag answered; None:
-        there is none) as the referrers of ``digest``, remembered when there is a cache."""
-        listing = Listing(Referrers(), None, probed_at)
-        if index is not None:
-            try:
-                fallback = self.get_manifest(repo, index)
-            except ResolveError:
-                pass
-            else:
-                where = f"{self.host}/{repo}@{digest}"
-                referrers = Referrers.from_bytes(fallback.content, from_api=False, where=where)
-                listing = Listing(referrers, fallback.digest, probed_at)
-        if self.cache is not None:
-            self.cache.keep_listing(repo, digest, listing)
-        return listing
+        """What refers to the manifest ``digest``: every page of the referrers API, else the
+        fallback index; with a cache, revalidated (``lockgate.registry.referrers``)."""
+        return referrers.read(self, repo, digest)
 
     def blob_exists(self, repo: str, digest: str) -> bool:
         response = self.transport.request(
@@ -248,7 +200,7 @@ class RegistryClient:
                 return True
             if response.status_code == 404:
                 return False
-            raise _failure(response, f"{self.host}/{repo} blob {digest}")
+            raise replies.failure(response, f"{self.host}/{repo} blob {digest}")
 
     def upload_blob(self, repo: str, stream: IO[bytes] | bytes, *, digest: str, size: int) -> None:
         """Monolithic upload (POST then PUT); a file object is streamed, and rewound on retry."""
@@ -257,7 +209,7 @@ class RegistryClient:
         started = self.transport.request("POST", f"/v2/{repo}/blobs/uploads/", scope=scope)
         with started:
             if started.status_code != 202 or not started.headers.get("Location"):
-                raise _failure(started, where)
+                raise replies.failure(started, where)
             location = urllib.parse.urljoin(self.transport.base_url + "/", started.headers["Location"])
         response = self.transport.request(
             "PUT",
@@ -273,7 +225,7 @@ class RegistryClient:
                     f"{where}: the registry computed a different digest for the uploaded bytes"
                 )
             if response.status_code != 201:
-                raise _failure(response, where)
+                raise replies.failure(response, where)
 
     def download_blob(self, repo: str, digest: str, dest: IO[bytes], *, max_size: int | None = None) -> int:
         """Stream the blob into ``dest``, checking its digest; returns the byte count."""
@@ -293,7 +245,7 @@ class RegistryClient:
             if response.status_code == 404:
                 raise ResolveError(f"{where} not found")
             if response.status_code != 200:
-                raise _failure(response, where)
+                raise replies.failure(response, where)
             algorithm, _, expected = digest.partition(":")
             hasher = hashlib.new(algorithm)
             total = 0
@@ -331,8 +283,8 @@ class RegistryClient:
                 if response.status_code == 404:
                     raise ResolveError(f"repository oci://{self.host}/{repo} not found")
                 if response.status_code != 200:
-                    raise _failure(response, f"{self.host}/{repo}")
-                body = _json(response, MAX_TAG_PAGE_BYTES, f"tag list of oci://{self.host}/{repo}")
+                    raise replies.failure(response, f"{self.host}/{repo}")
+                body = replies.json_body(response, MAX_TAG_PAGE_BYTES, f"tag list of oci://{self.host}/{repo}")
                 link = response.links.get("next", {}).get("url")
             yield from (body.get("tags") or []) if isinstance(body, dict) else []
             url = (
@@ -341,46 +293,3 @@ class RegistryClient:
                 else None
             )
             params = None
-
-
-def _read_limited(response: requests.Response, limit: int, where: str) -> bytes:
-    return _read_body(response, limit, f"manifest of oci://{where}")
-
-
-def _read_body(response: requests.Response, limit: int, what: str) -> bytes:
-    try:
-        return replies.read(response, limit=limit)
-    except ReplyTooLarge as exc:
-        raise RegistryError(f"{what} is larger than {limit} bytes; refusing it ({exc.detail})") from None
-
-
-def _json(response: requests.Response, limit: int, what: str) -> Any:
-    """A streamed JSON body within ``limit`` bytes and the parsing bounds; malformed JSON is a
-    registry error."""
-    data = _read_body(response, limit, what)
-    try:
-        return oci.read(data, what, max_bytes=limit)
-    except ValueError:
-        raise RegistryError(f"{what}: the registry answered something that is not JSON") from None
-
-
-def _failure(response: requests.Response, where: str) -> Exception:
-    code, message = "", ""
-    try:
-        # an error body is read for its first code and message only, within the cap and the
-        # parsing bounds (a streamed error never whole)
-        body = oci.read(
-            replies.read(response, limit=_ERROR_BODY_BYTES), "error body", max_bytes=_ERROR_BODY_BYTES
-        )
-        first = (body.get("errors") or [{}])[0] if isinstance(body, dict) else {}
-        code, message = str(first.get("code", "")), str(first.get("message", ""))
-    except (ValueError, AttributeError, IndexError, LockgateError, requests.RequestException):
-        pass
-    detail = (
-        f"HTTP {response.status_code}" + (f" {code}" if code else "") + (f": {message}" if message else "")
-    )
-    if response.status_code == 403:
-        return AuthError(f"oci://{where}: access denied ({detail}); check the credentials' permissions")
-    if response.status_code == 404:
-        return ResolveError(f"oci://{where} not found ({detail})")
-    return RegistryError(f"oci://{where}: {detail}")

@@ -1,18 +1,24 @@
 """Stand-ins for the clouds' token services, and a registry that accepts only what they mint.
 
 The clouds cannot run here, so one local HTTP server (``CloudStandIn``) implements the
-documented requests and answers of each token endpoint lockgate calls:
+documented requests and answers of each token endpoint lockgate calls, as a strict judge:
+every field the service documents is checked and a request that differs is refused with the
+service's documented error body (``cloud_aws``, ``cloud_gcp``, ``cloud_azure`` say which rule
+gives which refusal; ``refusals`` records them):
 
-- AWS STS ``AssumeRoleWithWebIdentity`` (form POST, XML answer), the EKS Pod Identity agent
-  (GET with the token file's content as ``Authorization``, JSON), and ECR
-  ``GetAuthorizationToken`` (``X-Amz-Target`` JSON 1.1, SigV4-signed: the signature is checked
-  with the secret key the stand-in handed out);
-- the GCE metadata server's token (``Metadata-Flavor: Google``), Google STS
-  (``/v1/token`` token exchange) and IAM Credentials ``generateAccessToken``;
-- Entra ID's token endpoint (``/<tenant>/oauth2/v2.0/token``, client assertion) and ACR's
-  ``/oauth2/exchange``;
+- AWS STS ``AssumeRoleWithWebIdentity``, the EKS Pod Identity agent and ECR
+  ``GetAuthorizationToken``, whose SigV4 signature is verified with botocore;
+- the GCE metadata server's token, Google STS (``/v1/token`` token exchange) and IAM
+  Credentials ``generateAccessToken``;
+- Entra ID's token endpoint (``/<tenant>/oauth2/v2.0/token``, client assertion) and its OpenID
+  configuration, also served over TLS (``tls_url``: MSAL and azure-identity take only https
+  authorities), and ACR's ``/oauth2/exchange``;
 - GitHub Actions' ID token endpoint (``ACTIONS_ID_TOKEN_REQUEST_URL`` with its bearer token,
   answering ``{"value": JWT}``), which google-github-actions/auth's credentials file names.
+
+The clouds' own SDKs (botocore, google-auth, azure-identity) are sent against the same
+endpoints by tests/integration/test_cloud_sdk_oracles.py and must obtain the same tokens as
+lockgate: answers are derived from the fields that decide them (``Judge.derive``).
 
 It is also the registry's edge: ``/v2/`` requests pass through to the real registry
 (Distribution, ``auth: token``), whose token realm is this server's ``/token``: it signs
@@ -26,278 +32,136 @@ to this server for the process, as a hosts-file line would (the tests cannot edi
 from __future__ import annotations
 
 import base64
-import datetime
 import json
+import re
 import secrets
 import socket
-import threading
-import time
+import ssl
 import urllib.parse
-from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 
 import requests
-from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec
-from cryptography.hazmat.primitives.asymmetric.utils import encode_dss_signature
 
-from lockgate.registry.cloud import sigv4
-from tests.integration.registry_front_support import SERVICE, TokenService, _send
+from tests.integration.cloud_aws import AwsJudge
+from tests.integration.cloud_azure import AzureJudge
+from tests.integration.cloud_gcp import GcpJudge
+from tests.integration.cloud_judge import JSON, Refusal
+from tests.integration.registry_front_support import SERVICE, _Recording, _send
+from tests.world.pki import CertificateAuthority
 
 ECR_HOST = "123456789012.dkr.ecr.eu-west-1.amazonaws.com"
 GAR_HOST = "europe-west4-docker.pkg.dev"
 ACR_HOST = "lockgatetest.azurecr.io"
-_JSON = {"Content-Type": "application/json"}
+_JSON = {"Content-Type": JSON}
 _HOP = {"connection", "keep-alive", "transfer-encoding", "content-length", "host", "server", "date"}
 
 
-def jwt_claims(token: str) -> dict[str, Any]:
-    payload = token.split(".")[1]
-    value: dict[str, Any] = json.loads(base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4)))
-    return value
+#: changes a request as it arrives: may rewrite ``handler.path`` and ``handler.headers``;
+#: returns the body
+Tamper = Callable[[BaseHTTPRequestHandler, bytes], bytes]
+
+#: the stand-in's paths: AWS endpoints as AWS_ENDPOINT_URL_STS/ECR name them, Google's and
+#: Entra's under the paths their clients append to a base URL
+_ENDPOINTS = {
+    "/token": "registry-token",
+    "/aws/sts/": "aws-sts",
+    "/aws/ecr/": "aws-ecr",
+    "/aws/pod-identity": "aws-pod-identity",
+    "/gcp/sts/v1/token": "gcp-sts",
+    "/computeMetadata/v1/instance/service-accounts/default/token": "gcp-metadata",
+    "/oauth2/exchange": "azure-acr-exchange",
+    "/actions/idtoken": "actions-idtoken",
+}
+_PATTERNS = (
+    (r"/v2/.*", "registry"),
+    (r".*/v1/projects/-/serviceAccounts/[^/]+:generateAccessToken", "gcp-iam"),
+    (r"/[^/]+/v2\.0/\.well-known/openid-configuration", "azure-openid"),
+    (r"/[^/]+/oauth2/v2\.0/token", "azure-entra"),
+)
 
 
-def verify_es256(token: str, public_pem: bytes) -> bool:
-    """The API server's ServiceAccount token signature (ES256, the world's EC signing key)."""
-    head, payload, signature = token.split(".")
-    raw = base64.urlsafe_b64decode(signature + "=" * (-len(signature) % 4))
-    key = serialization.load_pem_public_key(public_pem)
-    assert isinstance(key, ec.EllipticCurvePublicKey)
-    der = encode_dss_signature(int.from_bytes(raw[:32], "big"), int.from_bytes(raw[32:], "big"))
-    try:
-        key.verify(der, f"{head}.{payload}".encode(), ec.ECDSA(hashes.SHA256()))
-    except Exception:
-        return False
-    return True
-
-
-class CloudStandIn(TokenService):
+class CloudStandIn(AwsJudge, GcpJudge, AzureJudge):
     def __init__(self, directory: Path, *, lifetime: int = 3600) -> None:
-        self.lifetime = lifetime
-        self.refusing = False
-        self.counts: Counter[str] = Counter()
-        #: web identity / federated tokens the "cloud" trusts (IRSA file, Azure file, GCP subject)
-        self.trusted_tokens: set[str] = set()
-        #: when set, ServiceAccount tokens signed by this key (the API server's) are trusted too
-        self.issuer_key: bytes | None = None
-        self.pod_identity_token = secrets.token_urlsafe(16)
-        self.actions_request_token = secrets.token_urlsafe(16)
-        self._aws_keys: dict[str, sigv4.AwsKeys] = {}
-        self._registry_pairs: set[tuple[str, str]] = set()
-        self._refresh: set[str] = set()
-        self._bearers: set[str] = set()
-        #: who each minted credential was for (role, client...), as the registry sees them
-        self.subjects: list[str] = []
-        #: (time.monotonic(), subject) of every registry credential minted
-        self.minted_at: list[tuple[float, str]] = []
-        self.registry = ""  # set once the registry runs: where /v2/ passes through to
-        self._guard = threading.Lock()
-        super().__init__(directory, username="unused", password=secrets.token_urlsafe(8))
+        self.gcp_providers = set()
+        self.azure_apps = {}
+        self.exchanged = []
+        #: a test's deliberate change to every request for one endpoint, made on arrival
+        #: (``Tamper``): a broken request, to show the judge refuses it with the named error
+        self.tamper: tuple[str, Tamper] | None = None
+        super().__init__(directory, lifetime=lifetime)
+        # the same endpoints over TLS, from a CA of the test's own (``ca``: what clients trust)
+        authority = CertificateAuthority.create(directory, name="cloud-standin-ca")
+        pair = authority.issue(directory / "cloud-standin", "127.0.0.1", server=True, hosts=("127.0.0.1",))
+        context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+        context.load_cert_chain(str(pair.cert), str(pair.key))
+        self.ca = authority.pair.cert
+        self._tls = _Recording("cloud-standin-tls", self._answer, tls=context)
 
-    # -- helpers -------------------------------------------------------------------------
-    def _trusted(self, token: str, audience: str) -> str | None:
-        """The subject of ``token`` when the cloud would accept it for ``audience``."""
-        if token in self.trusted_tokens:
-            return "file-token"
-        if self.issuer_key is None or token.count(".") != 2:
-            return None
-        claims = jwt_claims(token)
-        auds = claims.get("aud") or []
-        if verify_es256(token, self.issuer_key) and audience in auds and claims.get("exp", 0) > time.time():
-            return str(claims.get("sub"))
-        return None
+    @property
+    def tls_url(self) -> str:
+        return f"https://{self._tls.host}"
 
-    def _count(self, what: str) -> None:
+    def stop(self) -> None:
+        self._tls.stop()
+        super().stop()
+
+    def gcp_provider(self, audience: str) -> str:
+        """Make the workload identity provider ``audience`` exist; returns it."""
         with self._guard:
-            self.counts[what] += 1
-
-    def _registry_cred(self, username: str, subject: str) -> str:
-        secret = secrets.token_urlsafe(24)
-        with self._guard:
-            self._registry_pairs.add((username, secret))
-            self.subjects.append(subject)
-            self.minted_at.append((time.monotonic(), subject))
-        return secret
-
-    def revoke(self) -> None:
-        """Every registry credential minted so far stops working (a revoked or rotated key)."""
-        with self._guard:
-            self._registry_pairs.clear()
-            self._refresh.clear()
-
-    def expires(self) -> float:
-        return time.time() + self.lifetime
+            self.gcp_providers.add(audience)
+        return audience
 
     # -- routing -------------------------------------------------------------------------
     def _answer(self, handler: BaseHTTPRequestHandler, body: bytes) -> None:
+        path = urllib.parse.urlsplit(handler.path).path
+        endpoint = _ENDPOINTS.get(path) or next(
+            (name for pattern, name in _PATTERNS if re.fullmatch(pattern, path)), "unknown"
+        )
+        if self.tamper is not None and self.tamper[0] == endpoint:
+            body = self.tamper[1](handler, body)
+        try:
+            self._route(endpoint, handler, body)
+        except Refusal as refusal:
+            self.refused(endpoint, refusal.code)
+            _send(handler, refusal.status, refusal.body, {"Content-Type": refusal.content_type})
+
+    def _route(self, endpoint: str, handler: BaseHTTPRequestHandler, body: bytes) -> None:
         url = urllib.parse.urlsplit(handler.path)
-        form = {k: v[0] for k, v in urllib.parse.parse_qs(body.decode(errors="replace")).items()}
-        target = handler.headers.get("X-Amz-Target", "")
-        if url.path.startswith("/v2/"):
-            return self._pass_through(handler, body)
-        if url.path == "/token":
-            return self._registry_token(handler, url, form)
-        if url.path == "/aws/sts/" and form.get("Action") == "AssumeRoleWithWebIdentity":
-            return self._sts(handler, form)
-        if url.path == "/aws/ecr/" and target.endswith("GetAuthorizationToken"):
-            return self._ecr(handler, body)
-        if url.path == "/aws/pod-identity":
-            return self._pod_identity(handler)
-        if url.path.endswith("/service-accounts/default/token"):
-            return self._metadata(handler)
-        if url.path == "/gcp/sts/v1/token":
-            return self._gcp_sts(handler, form)
-        if url.path.endswith(":generateAccessToken"):
-            return self._gcp_iam(handler)
-        if url.path.endswith("/oauth2/v2.0/token"):
-            return self._entra(handler, form)
-        if url.path == "/oauth2/exchange":
-            return self._acr_exchange(handler, form)
-        if url.path == "/actions/idtoken":
-            return self._actions_id_token(handler, url)
-        _send(handler, 404, b"{}", _JSON)
-
-    # -- aws -----------------------------------------------------------------------------
-    def _sts(self, handler: BaseHTTPRequestHandler, form: dict[str, str]) -> None:
-        self._count("aws-sts")
-        subject = self._trusted(form.get("WebIdentityToken", ""), "sts.amazonaws.com")
-        if self.refusing or subject is None:
-            error = (
-                "<ErrorResponse><Error><Type>Sender</Type><Code>ExpiredTokenException</Code>"
-                "<Message>Token expired</Message></Error></ErrorResponse>"
-            )
-            return _send(handler, 400, error.encode(), {"Content-Type": "text/xml"})
-        keys = self._new_keys(f"{form.get('RoleArn')} as {subject}")
-        expiry = datetime.datetime.fromtimestamp(self.expires(), datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-        xml = (
-            "<AssumeRoleWithWebIdentityResponse><AssumeRoleWithWebIdentityResult><Credentials>"
-            f"<AccessKeyId>{keys.access_key_id}</AccessKeyId><SecretAccessKey>{keys.secret_access_key}"
-            f"</SecretAccessKey><SessionToken>{keys.session_token}</SessionToken><Expiration>{expiry}"
-            "</Expiration></Credentials></AssumeRoleWithWebIdentityResult></AssumeRoleWithWebIdentityResponse>"
-        )
-        _send(handler, 200, xml.encode(), {"Content-Type": "text/xml"})
-
-    def session_keys(self, who: str) -> sigv4.AwsKeys:
-        """Keys as aws-actions/configure-aws-credentials exports them (a role's session)."""
-        return self._new_keys(who)
-
-    def _new_keys(self, who: str) -> sigv4.AwsKeys:
-        keys = sigv4.AwsKeys(
-            "ASIA" + secrets.token_hex(8).upper(), secrets.token_urlsafe(30), secrets.token_urlsafe(20)
-        )
-        with self._guard:
-            self._aws_keys[keys.access_key_id] = keys
-            self._aws_keys[keys.access_key_id + "#who"] = sigv4.AwsKeys(who, "")
-        return keys
-
-    def _pod_identity(self, handler: BaseHTTPRequestHandler) -> None:
-        self._count("aws-pod-identity")
-        if self.refusing or handler.headers.get("Authorization") != self.pod_identity_token:
-            return _send(handler, 401, b'{"code":"AccessDeniedException"}', _JSON)
-        keys = self._new_keys("pod-identity")
-        expiry = datetime.datetime.fromtimestamp(self.expires(), datetime.UTC).isoformat()
-        answer = {
-            "AccessKeyId": keys.access_key_id,
-            "SecretAccessKey": keys.secret_access_key,
-            "Token": keys.session_token,
-            "Expiration": expiry,
-        }
-        _send(handler, 200, json.dumps(answer).encode(), _JSON)
-
-    def _ecr(self, handler: BaseHTTPRequestHandler, body: bytes) -> None:
-        self._count("aws-ecr")
-        auth = handler.headers.get("Authorization", "")
-        key_id = auth.partition("Credential=")[2].partition("/")[0]
-        with self._guard:
-            keys, who = self._aws_keys.get(key_id), self._aws_keys.get(key_id + "#who")
-        date = handler.headers.get("X-Amz-Date", "")
-        ok = keys is not None and who is not None and not self.refusing
-        if keys is not None:
-            region = auth.partition("Credential=")[2].split("/")[2]
-            signed = sigv4.sign(
-                "POST",
-                f"http://{handler.headers['Host']}{handler.path}",
-                {
-                    "Content-Type": handler.headers["Content-Type"],
-                    "X-Amz-Target": handler.headers["X-Amz-Target"],
-                },
-                body,
-                keys=keys,
-                region=region,
-                service="ecr",
-                now=datetime.datetime.strptime(date, "%Y%m%dT%H%M%SZ").replace(tzinfo=datetime.UTC),
-            )
-            ok = ok and signed["Authorization"] == auth
-        if not ok or who is None:
-            return _send(handler, 400, b'{"__type":"UnrecognizedClientException"}', _JSON)
-        password = self._registry_cred("AWS", who.access_key_id)
-        token = base64.b64encode(f"AWS:{password}".encode()).decode()
-        answer = {"authorizationData": [{"authorizationToken": token, "expiresAt": self.expires()}]}
-        _send(handler, 200, json.dumps(answer).encode(), _JSON)
-
-    # -- gcp -----------------------------------------------------------------------------
-    def _metadata(self, handler: BaseHTTPRequestHandler) -> None:
-        self._count("gcp-metadata")
-        if self.refusing or handler.headers.get("Metadata-Flavor") != "Google":
-            return _send(handler, 403, b'{"error":"access_denied"}', _JSON)
-        secret = self._registry_cred("oauth2accesstoken", "metadata-default")
-        answer = {"access_token": secret, "expires_in": self.lifetime, "token_type": "Bearer"}
-        _send(handler, 200, json.dumps(answer).encode(), _JSON)
-
-    def _gcp_sts(self, handler: BaseHTTPRequestHandler, form: dict[str, str]) -> None:
-        self._count("gcp-sts")
-        subject = self._trusted(form.get("subject_token", ""), form.get("audience", ""))
-        exchange = form.get("grant_type") == "urn:ietf:params:oauth:grant-type:token-exchange"
-        if self.refusing or subject is None or not exchange:
-            return _send(handler, 400, b'{"error":"invalid_grant"}', _JSON)
-        # a federated token: usable directly (GAR grants to principals) or to impersonate
-        secret = self._registry_cred("oauth2accesstoken", f"{form.get('audience')} {subject}")
-        with self._guard:
-            self._bearers.add(secret)
-        answer = {"access_token": secret, "expires_in": self.lifetime, "token_type": "Bearer"}
-        _send(handler, 200, json.dumps(answer).encode(), _JSON)
-
-    def _gcp_iam(self, handler: BaseHTTPRequestHandler) -> None:
-        self._count("gcp-iam")
-        bearer = handler.headers.get("Authorization", "").removeprefix("Bearer ")
-        if self.refusing or bearer not in self._bearers:
-            return _send(handler, 401, b'{"error":{"code":401,"status":"UNAUTHENTICATED"}}', _JSON)
-        account = urllib.parse.unquote(handler.path).rsplit("/", 1)[-1].split(":")[0]
-        secret = self._registry_cred("oauth2accesstoken", account)
-        expiry = datetime.datetime.fromtimestamp(self.expires(), datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-        _send(handler, 200, json.dumps({"accessToken": secret, "expireTime": expiry}).encode(), _JSON)
-
-    # -- azure ---------------------------------------------------------------------------
-    def _entra(self, handler: BaseHTTPRequestHandler, form: dict[str, str]) -> None:
-        self._count("azure-entra")
-        subject = self._trusted(form.get("client_assertion", ""), "api://AzureADTokenExchange")
-        if self.refusing or subject is None or form.get("grant_type") != "client_credentials":
-            return _send(handler, 401, b'{"error":"invalid_client"}', _JSON)
-        access = secrets.token_urlsafe(24)
-        with self._guard:
-            self._bearers.add(access)
-            self.subjects.append(f"client {form.get('client_id')} as {subject}")
-        _send(handler, 200, json.dumps({"access_token": access, "expires_in": self.lifetime}).encode(), _JSON)
-
-    def _acr_exchange(self, handler: BaseHTTPRequestHandler, form: dict[str, str]) -> None:
-        self._count("azure-acr-exchange")
-        if self.refusing or form.get("access_token") not in self._bearers:
-            return _send(handler, 401, b'{"errors":[{"code":"UNAUTHORIZED"}]}', _JSON)
-        claims = (
-            base64.urlsafe_b64encode(json.dumps({"exp": int(self.expires())}).encode()).decode().rstrip("=")
-        )
-        refresh = f"e30.{claims}.{secrets.token_urlsafe(16)}"
-        with self._guard:
-            self._refresh.add(refresh)
-        _send(handler, 200, json.dumps({"refresh_token": refresh}).encode(), _JSON)
+        if endpoint == "registry":
+            self._pass_through(handler, body)
+        elif endpoint == "registry-token":
+            form = dict(urllib.parse.parse_qsl(body.decode(errors="replace")))
+            self._registry_token(handler, url, form)
+        elif endpoint == "aws-sts":
+            self.sts(handler, body)
+        elif endpoint == "aws-ecr":
+            self.ecr(handler, body)
+        elif endpoint == "aws-pod-identity":
+            self.pod_identity(handler)
+        elif endpoint == "gcp-metadata":
+            self.metadata(handler)
+        elif endpoint == "gcp-sts":
+            self.gcp_sts(handler, body)
+        elif endpoint == "gcp-iam":
+            self.gcp_iam(handler, body)
+        elif endpoint == "azure-openid":
+            self.openid_configuration(handler, url.path.split("/")[1])
+        elif endpoint == "azure-entra":
+            self.entra(handler, url.path.split("/")[1], body)
+        elif endpoint == "azure-acr-exchange":
+            self.acr_exchange(handler, body)
+        elif endpoint == "actions-idtoken":
+            self._actions_id_token(handler, url)
+        else:
+            _send(handler, 404, b"{}", _JSON)
 
     # -- GitHub Actions' ID token endpoint (ACTIONS_ID_TOKEN_REQUEST_URL) -------------
     def _actions_id_token(self, handler: BaseHTTPRequestHandler, url: Any) -> None:
-        self._count("actions-idtoken")
+        self.count("actions-idtoken")
         if handler.headers.get("Authorization") != f"bearer {self.actions_request_token}":
             return _send(handler, 401, b'{"message":"Bad credentials"}', _JSON)
         audience = urllib.parse.parse_qs(url.query).get("audience", [""])[0]
@@ -308,7 +172,7 @@ class CloudStandIn(TokenService):
 
     # -- the registry's edge and its token realm ---------------------------------------
     def _registry_token(self, handler: BaseHTTPRequestHandler, url: Any, form: dict[str, str]) -> None:
-        self._count("registry-token")
+        self.count("registry-token")
         query = {k: v for k, v in urllib.parse.parse_qs(url.query).items()}
         if handler.command == "POST":
             ok = form.get("grant_type") == "refresh_token" and form.get("refresh_token") in self._refresh

@@ -25,6 +25,7 @@ import datetime
 import hashlib
 import json
 import secrets
+import ssl
 import threading
 import time
 import urllib.parse
@@ -56,9 +57,16 @@ class Seen:
 
 
 class _Recording:
-    """A threaded HTTP server on loopback whose handler is ``answer``; it records every request."""
+    """A threaded HTTP server on loopback whose handler is ``answer``; it records every request.
+    With ``tls`` (a server context) it speaks https, the handshake in the request's thread."""
 
-    def __init__(self, name: str, answer: Callable[[BaseHTTPRequestHandler, bytes], None]) -> None:
+    def __init__(
+        self,
+        name: str,
+        answer: Callable[[BaseHTTPRequestHandler, bytes], None],
+        *,
+        tls: ssl.SSLContext | None = None,
+    ) -> None:
         self.seen: list[Seen] = []
         self._lock = threading.Lock()
         recording = self
@@ -80,6 +88,10 @@ class _Recording:
 
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self._server.daemon_threads = True
+        if tls is not None:
+            self._server.socket = tls.wrap_socket(
+                self._server.socket, server_side=True, do_handshake_on_connect=False
+            )
         threading.Thread(target=self._server.serve_forever, name=name, daemon=True).start()
 
     @property

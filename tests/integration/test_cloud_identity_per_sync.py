@@ -160,11 +160,13 @@ def test_per_sync_identity_for_gcp_and_azure_from_the_service_account_annotation
         }
         (tmp_path / "external.json").write_text(json.dumps(external))
         monkeypatch.setenv("GOOGLE_APPLICATION_CREDENTIALS", str(tmp_path / "external.json"))
+        standin.gcp_provider(f"//iam.googleapis.com/{wip}")
+        account = f"sa-{unique[-6:]}@p.iam.gserviceaccount.com"  # 6-30 characters, as IAM's
         annotations = [
             f"gcp.auth.fluxcd.io/workload-identity-provider={wip}",
-            f"iam.gke.io/gcp-service-account={unique}@p.iam.gserviceaccount.com",
+            f"iam.gke.io/gcp-service-account={account}",
         ]
-        expected = f"{unique}@p.iam.gserviceaccount.com"
+        expected = account
     else:
         host = ACR_HOST
         monkeypatch.setenv("AZURE_FEDERATED_TOKEN_FILE", str(tmp_path / "federated"))
@@ -174,7 +176,10 @@ def test_per_sync_identity_for_gcp_and_azure_from_the_service_account_annotation
             "azure.workload.identity/client-id=tenant-client",
             "azure.workload.identity/tenant-id=tenant-b",
         ]
-        expected = f"client tenant-client as system:serviceaccount:{unique}:tenant"
+        # the runner's own app in its tenant, the tenant's app in another: Entra checks both
+        standin.azure_app("tenant-a", "runner-client", "file-token")
+        standin.azure_app("tenant-b", "tenant-client", f"system:serviceaccount:{unique}:tenant")
+        expected = f"client tenant-client in tenant-b as system:serviceaccount:{unique}:tenant"
     monkeypatch.setenv("AZURE_AUTHORITY_HOST", standin.url)
     monkeypatch.setenv("LOCKGATE_GCP_STS_URL", f"{standin.url}/gcp/sts/v1/token")
     monkeypatch.setenv("LOCKGATE_GCP_IAM_URL", standin.url)

@@ -91,7 +91,9 @@ def test_gcp_external_account_with_impersonation_and_the_metadata_server(
     capsys: pytest.CaptureFixture[str],
     unique: str,
 ) -> None:
-    audience = "//iam.googleapis.com/projects/1/locations/global/workloadIdentityPools/ci/providers/gh"
+    audience = clouds.standin.gcp_provider(
+        "//iam.googleapis.com/projects/1/locations/global/workloadIdentityPools/ci-pool/providers/github"
+    )
     clouds.standin.trusted_tokens.add(f"oidc-{unique}")
     (tmp_path / "oidc").write_text(f"oidc-{unique}")
     external = {
@@ -124,6 +126,7 @@ def test_azure_workload_identity_exchanges_for_an_acr_refresh_token(
     unique: str,
 ) -> None:
     clouds.standin.trusted_tokens.add(f"fed-{unique}")
+    clouds.standin.azure_app("tenant-a", "11111111-2222-3333-4444-555555555555", "file-token")
     (tmp_path / "federated").write_text(f"fed-{unique}")
     monkeypatch.setenv("AZURE_FEDERATED_TOKEN_FILE", str(tmp_path / "federated"))
     monkeypatch.setenv("AZURE_CLIENT_ID", "11111111-2222-3333-4444-555555555555")
@@ -329,7 +332,9 @@ def test_ci_identities_as_the_cloud_login_actions_leave_them(
     monkeypatch.setenv("AWS_ENDPOINT_URL_ECR", f"{standin.url}/aws/ecr")
     push(capsys, tmp_path, clouds.ref(ECR_HOST, f"{unique}/app"), "aws", unique)
     assert standin.subjects[-1] == f"ci-session-{unique}"
-    audience = "//iam.googleapis.com/projects/7/locations/global/workloadIdentityPools/gh/providers/gh"
+    audience = standin.gcp_provider(
+        "//iam.googleapis.com/projects/7/locations/global/workloadIdentityPools/gh-pool/providers/github"
+    )
     external = {
         "type": "external_account",
         "audience": audience,

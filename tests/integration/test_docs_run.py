@@ -40,6 +40,7 @@ from typing import Any
 
 import pytest
 
+from lockgate import registry as registry_client
 from tests.integration.images_support import seed_tags
 from tests.integration.reconcile_support import configmap, deployment, dump, get, namespace
 from tests.integration.test_deploy import build
@@ -302,6 +303,8 @@ def _helm_check(ctx: Context) -> None:
     assert "refused with exit code 8" in everything
     assert "published the capabilities of prod" in everything
     assert "notice: rendering for prod: Kubernetes v" in everything
+
+
 # docs/migrate-from-flux.md: an app Flux applied (signed, verified by its OCIRepository), in
 # this test's own Flux, workload and runner namespaces
 def _flux_renamed(text: str, ctx: Context) -> str:
@@ -413,6 +416,91 @@ def _flux_check(ctx: Context) -> None:
     assert "kustomize-controller" not in verified
 
 
+def _lockgate(ctx: Context, *args: str) -> str:
+    """Run lockgate as the document's reader would, in its directory and environment."""
+    done = subprocess.run(
+        [sys.executable, "-m", "lockgate", *args],
+        cwd=ctx.directory,
+        env=ctx.env,
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 0, f"setup: lockgate {' '.join(args)}:\n{done.stdout}{done.stderr}"
+    return done.stdout
+
+
+def _push_signed(ctx: Context, url: str, files: dict[str, str]) -> None:
+    """``files`` pushed to ``url`` and signed with the directory's cosign.key."""
+    tree = ctx.directory / "trees" / re.sub(r"[^a-z0-9]+", "-", url)
+    _write(tree, files)
+    _lockgate(ctx, "push", str(tree), url, "--sign", "key", "--key", "cosign.key")
+
+
+# docs/registries.md: ghcr.io and the mirrors are the world's registry; /media/usb a directory
+def _registries_renamed(text: str, ctx: Context) -> str:
+    prefix = f"{ctx.registry.host}/{ctx.suffix}"
+    return (
+        text.replace("ghcr.io/org/app", f"{prefix}/src/org/app")
+        .replace("mirror.corp/org/app", f"{prefix}/mirror/org/app")
+        .replace("registry.inside/org/app", f"{prefix}/inside/org/app")
+        .replace("oci-layout:///media/usb/app", f"oci-layout://{ctx.directory}/usb/app")
+        .replace("oci-layout:///srv/app", f"oci-layout://{ctx.directory}/usb/app")
+        .replace("--name app ", f"--name app-{ctx.suffix} ")
+    )
+
+
+def _registries_setup(ctx: Context) -> None:
+    _lockgate(ctx, "keygen", "--output-key-prefix", "cosign")
+    ns = f"docs-{ctx.suffix}"
+    for version in ("1.4.2", "1.4.3", "2.0.0"):
+        files = {"app.yaml": dump(namespace(ns), configmap("app", ns, {"version": version}))}
+        _push_signed(ctx, f"oci://{ctx.registry.host}/{ctx.suffix}/src/org/app:{version}", files)
+
+
+def _registries_check(ctx: Context) -> None:
+    mirror = registry_client.RegistryClient.for_reference(
+        registry_client.parse(f"oci://{ctx.registry.host}/{ctx.suffix}/mirror/org/app")
+    )
+    assert sorted(
+        t for t in mirror.list_tags(f"{ctx.suffix}/mirror/org/app") if not t.startswith("sha256")
+    ) == [
+        "1.4.2",
+        "1.4.3",
+    ]
+    assert (ctx.directory / "usb" / "app" / "index.json").is_file()
+    live = get(ctx.cluster, "configmap", "app", f"docs-{ctx.suffix}")
+    assert live is not None and live["data"] == {"version": "1.4.2"}
+
+
+# docs/runner.md: its two Sync documents, their artifacts pushed and signed; names suffixed
+def _runner_renamed(text: str, ctx: Context) -> str:
+    s = ctx.suffix
+    return (
+        _registry_renamed(text, ctx)
+        .replace("/etc/lockgate/cosign.pub", "cosign.pub")
+        .replace("name: platform ", f"name: platform-{s} ")
+        .replace("name: apps\n", f"name: apps-{s}\n")
+        .replace("targetNamespace: platform ", f"targetNamespace: platform-{s} ")
+    )
+
+
+def _runner_setup(ctx: Context) -> None:
+    s, prefix = ctx.suffix, f"oci://{ctx.registry.host}/{ctx.suffix}"
+    _lockgate(ctx, "keygen", "--output-key-prefix", "cosign")
+    ctx.cluster.kubectl("create", "namespace", f"platform-{s}")
+    platform = {"clusters/production/cm.yaml": dump(configmap("platform", "default", {"v": "1.4.1"}))}
+    _push_signed(ctx, f"{prefix}/platform/manifests:1.4.1", platform)
+    apps = {"app.yaml": dump(namespace(f"apps-{s}"), configmap("apps", f"apps-{s}", {"v": "production"}))}
+    _push_signed(ctx, f"{prefix}/apps/manifests:production", apps)
+
+
+def _runner_check(ctx: Context) -> None:
+    platform = get(ctx.cluster, "configmap", "platform", f"platform-{ctx.suffix}")
+    apps = get(ctx.cluster, "configmap", "apps", f"apps-{ctx.suffix}")
+    assert platform is not None and platform["data"] == {"v": "1.4.1"}
+    assert apps is not None and apps["data"] == {"v": "production"}
+
+
 GIVEN: dict[str, Given] = {
     "README.md": Given(rename=_readme_renamed, setup=_readme_setup, check=_readme_check),
     "docs/migrate-from-flux.md": Given(
@@ -421,6 +509,19 @@ GIVEN: dict[str, Given] = {
     "docs/images.md": Given(setup=_images_setup, check=_images_check),
     "docs/promotion.md": Given(rename=_promotion_renamed, before=_promotion_before, check=_promotion_check),
     "docs/helm.md": Given(rename=_helm_renamed, setup=_helm_setup, check=_helm_check),
+    "docs/registries.md": Given(rename=_registries_renamed, setup=_registries_setup, check=_registries_check),
+    "docs/runner.md": Given(rename=_runner_renamed, setup=_runner_setup, check=_runner_check),
+}
+
+#: documents with command blocks none of which can run here, and why (every other one runs its
+#: main path: ``test_every_document_with_commands_runs_its_main_path``)
+NOTHING_RUNS = {
+    "docs/gitlab.md": "its commands verify what a GitLab pipeline signed keylessly; "
+    "test_gitlab_identity.py and test_gitlab_template.py run them against the local Sigstore",
+    "docs/notifications.md": "every command creates a Secret of the reader's own token; "
+    "test_notify.py, test_forge_statuses.py and test_notify_alerts.py send each provider's messages",
+    "docs/status-page.md": "its commands reach a runner Pod that really runs (kwok nodes run none); "
+    "test_web_status_page.py serves and drives the page",
 }
 
 
@@ -484,6 +585,26 @@ def test_the_document_runs_as_written(
             ctx.marks["staged"] = time.monotonic()
     assert ran, f"{document} has no block marked <!-- run -->"
     given.check(ctx)
+
+
+def test_every_document_with_commands_runs_its_main_path() -> None:
+    """A document whose commands are all marked not run is only read, never tried: each runs at
+    least its main path, or says here why nothing of it can run (pages added to docs/ count)."""
+    silent = []
+    for path in DOCUMENTS:
+        name = _relative(path)
+        found = blocks(path.read_text(), name)
+        if any(b.language in COMMAND_LANGUAGES for b in found) and not any(
+            b.kind in ("run", "soak") for b in found
+        ):
+            silent.append(name)
+    assert sorted(set(silent) - set(NOTHING_RUNS)) == [], (
+        "these documents run none of their commands: mark the main path <!-- run --> (and give "
+        "the world it assumes in GIVEN), or say in NOTHING_RUNS why nothing can run"
+    )
+    assert sorted(set(NOTHING_RUNS) - set(silent)) == [], (
+        "these run something now: drop them from NOTHING_RUNS"
+    )
 
 
 # ---- facts the documents state, checked against the product -------------------------------------

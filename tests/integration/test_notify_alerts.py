@@ -2,7 +2,8 @@
 and Alertmanager as notification providers.
 
 Microsoft Teams is a SaaS that cannot run here: the local recording HTTP endpoint
-(``tests.world.recorder``) stands in for a Teams workflow URL and records the card. Alertmanager
+(``tests.world.recorder``) stands in for a Teams workflow URL, records the card and judges it
+against the published Adaptive Card schema (``tests.world.teams``). Alertmanager
 is the real one (``tests.world.alertmanager``, built from the Go module proxy): the tests ask
 its v2 API what it holds. The registry, the cluster (Secrets, the applies) are the world.
 """
@@ -27,6 +28,7 @@ from tests.integration.test_notify import (
     runner,
     secret,
 )
+from tests.world import teams
 from tests.world.alertmanager import Alertmanager, start_alertmanager
 from tests.world.kube import Cluster
 from tests.world.recorder import Recorder
@@ -120,10 +122,19 @@ def test_an_invalid_regexp_or_a_filter_on_a_commit_status_is_refused_at_load(
     assert "Traceback" not in run.err
 
 
+@pytest.fixture
+def teams_workflow() -> Iterator[Recorder]:
+    stand_in = Recorder(status=202, judge=teams.judge)
+    yield stand_in
+    stand_in.stop()
+
+
 def test_msteams_gets_flux_adaptive_card_for_a_failure(
-    cluster: Cluster, registry: Registry, recorder: Recorder, unique: str, tmp_path: Path
+    cluster: Cluster, registry: Registry, teams_workflow: Recorder, unique: str, tmp_path: Path
 ) -> None:
-    """The Teams workflow is stood in by the recorder; its URL (with ``sig``) comes from a Secret."""
+    """The Teams workflow is stood in by the recorder, which accepts only a card valid under the
+    published Adaptive Card schema; its URL (with ``sig``) comes from a Secret."""
+    recorder = teams_workflow
     runner_ns = f"{unique}-r"
     secret(cluster, runner_ns, "teams", address=f"{recorder.url}{TEAMS_PATH}?api-version=1&sig={TEAMS_SIG}")
     bad = {"bad key!": "x"}
@@ -137,6 +148,7 @@ def test_msteams_gets_flux_adaptive_card_for_a_failure(
     run = cli(cluster, "--config", str(config))
     assert run.code == int(ExitCode.APPLY), run.err
     [posted] = recorder.requests(f"{TEAMS_PATH}?api-version=1&sig={TEAMS_SIG}")
+    assert recorder.refusals == []  # the card is valid under the published schema
     assert posted.header("Content-Type") == "application/json"
     message = posted.json()
     assert message["type"] == "message"

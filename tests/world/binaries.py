@@ -50,7 +50,8 @@ def _spec_hash(component: GoComponent) -> str:
         | ({"overlay": component.overlay} if component.overlay else {})
         | ({"substitutes": component.substitutes} if component.substitutes else {})
         | ({"tags": component.tags} if component.tags else {})
-        | ({"cgo": True} if component.cgo else {}),
+        | ({"cgo": True} if component.cgo else {})
+        | ({"sources": component.sources} if component.sources else {}),
         sort_keys=True,
     )
     return hashlib.sha256(spec.encode()).hexdigest()[:16]
@@ -271,8 +272,13 @@ def _build(component: GoComponent) -> None:
             (local / relative).write_text(source)
         gomod += f"replace {component.module} => ./upstream\n"
     (src / "go.mod").write_text(gomod)
-    imports = "\n".join(f'\t_ "{pkg}"' for pkg in component.programs.values())
-    (src / "tools.go").write_text(f"//go:build tools\n\npackage tools\n\nimport (\n{imports}\n)\n")
+    for relative, source in component.sources:
+        (src / relative).parent.mkdir(parents=True, exist_ok=True)
+        (src / relative).write_text(source)
+    upstream_programs = [pkg for pkg in component.programs.values() if not pkg.startswith("./")]
+    if upstream_programs:
+        imports = "\n".join(f'\t_ "{pkg}"' for pkg in upstream_programs)
+        (src / "tools.go").write_text(f"//go:build tools\n\npackage tools\n\nimport (\n{imports}\n)\n")
     step = f"resolving dependencies of {component.module}@{component.version}"
     _run_go(["mod", "tidy"], cwd=src, log=log, step=step, label=step)
     staging = bin_dir(component).with_name(component.key + ".partial")

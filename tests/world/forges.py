@@ -19,8 +19,11 @@ real services do. It keeps open pull requests in memory, per forge:
   ``POST .../pullrequests/:id/labels``; every call carries ``api-version``.
 
 Opening a second pull request between the same two branches is refused as each forge
-documents it: GitLab, Bitbucket Server and Azure DevOps answer 409. Bitbucket Cloud does
-not document its answer, so its stand-in does not refuse.
+documents it: GitLab, Bitbucket Server and Azure DevOps answer 409. Bitbucket Cloud does not
+document its answer; its stand-in answers what was observed and recorded by a public
+Bitbucket Cloud client (an SCM plugin whose ``createPr`` notes that "Bitbucket rejects a second
+POST for the same source branch with ``400 There is already an open pull request for this
+source branch``"): 400 with Bitbucket's error object ``{"type": "error", "error": {"message"}}``.
 """
 
 from __future__ import annotations
@@ -155,6 +158,13 @@ class ForgeStandIn:
             ]
             return 200, {"values": found, "pagelen": 10, "size": len(found), "page": 1}
         if call.method == "POST":
+            if self._twin("source", "destination", call.body) is not None:
+                # undocumented; the answer observed and recorded by a public Bitbucket Cloud
+                # client (see the module docstring): 400 with Bitbucket's error object
+                return 400, {
+                    "type": "error",
+                    "error": {"message": "There is already an open pull request for this source branch"},
+                }
             return 201, _bitbucket_pull(self._open(call.body))
         if call.method == "PUT" and match[1]:
             pull = self.pulls[int(match[1])]

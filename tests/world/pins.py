@@ -6,6 +6,7 @@ Changing a pin changes the cache key, so only that component is rebuilt.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 
 KUBERNETES_VERSION = "v1.36.3"
 #: the staging modules (k8s.io/api, client-go...) are published as v0.<minor>.<patch>
@@ -39,6 +40,9 @@ class GoComponent:
     tags: tuple[str, ...] = ()
     #: built with cgo (a C library linked in, e.g. SQLite); every other build sets CGO_ENABLED=0
     cgo: bool = False
+    #: Go files of our own written into the build's module (path -> source): a ``programs``
+    #: entry starting ``./`` is a main package among them, importing the pinned module
+    sources: tuple[tuple[str, str], ...] = ()
 
     @property
     def key(self) -> str:
@@ -293,6 +297,22 @@ COMPONENTS: dict[str, GoComponent] = {
             version="v1.7.12",
             programs={"actionlint": "github.com/rhysd/actionlint/cmd/actionlint"},
             ldflags=("-X github.com/rhysd/actionlint.version=v1.7.12",),
+        ),
+        # the registry with the OCI referrers API (tests/world/referrers_registry.py): a main of
+        # our own (tests/world/referrers_registry.go) serving go-containerregistry's registry
+        # with WithReferrersSupport(true), behind a front that pages the referrers list, answers
+        # ETags and corrects artifactType (the docstring of the .go file says why)
+        GoComponent(
+            name="referrers-registry",
+            module="github.com/google/go-containerregistry",
+            version="v0.22.1",
+            programs={"referrers-registry": "./cmd/referrers-registry"},
+            sources=(
+                (
+                    "cmd/referrers-registry/main.go",
+                    (Path(__file__).with_name("referrers_registry.go")).read_text(),
+                ),
+            ),
         ),
     )
 }

@@ -1,10 +1,12 @@
-"""A local HTTP endpoint that records what it is sent: the stand-in for GitHub's REST API and Slack.
+"""A local HTTP endpoint that records what it is sent: the stand-in for GitHub's REST API, Slack
+and (with ``judge=tests.world.teams.judge``) a Microsoft Teams workflow.
 
 GitHub and Slack are SaaS that cannot run here; everything else the notification tests use
 is the real world. The recorder answers every POST with ``status`` (settable, e.g. 500 to
-test retries) and keeps each request (method, path, headers, body). For GitHub it also
-answers ``GET /repos/OWNER/REPO/commits/SHA/statuses`` with the statuses posted so far,
-newest first, as GitHub does, so a demo can show "the commit status landed".
+test retries), unless its ``judge`` refuses the request (``refusals``), and keeps each request
+(method, path, headers, body). For GitHub it also answers
+``GET /repos/OWNER/REPO/commits/SHA/statuses`` with the statuses posted so far, newest first,
+as GitHub does, so a demo can show "the commit status landed".
 
 ``python -m tests.world.recorder [PORT]`` runs one in the foreground and prints each request.
 """
@@ -43,10 +45,19 @@ class Recorded:
         return None
 
 
+#: a stand-in's judgement of one request: None to answer ``status``, else (status, body)
+Judge = Callable[[Recorded], "tuple[int, bytes] | None"]
+
+
 class Recorder:
-    def __init__(self, *, status: int = 201, port: int = 0, echo: bool = False) -> None:
+    def __init__(
+        self, *, status: int = 201, port: int = 0, echo: bool = False, judge: Judge | None = None
+    ) -> None:
         self.status = status
         self.echo = echo
+        self.judge = judge
+        #: (path, the refusal's body) of every request the judge refused
+        self.refusals: list[tuple[str, bytes]] = []
         self._requests: list[Recorded] = []
         self._lock = threading.Lock()
         recorder = self
@@ -55,9 +66,15 @@ class Recorder:
             def do_POST(self) -> None:
                 length = int(self.headers.get("Content-Length") or 0)
                 body = self.rfile.read(length)
-                recorder._record(Recorded("POST", self.path, dict(self.headers.items()), body))
+                recorded = Recorded("POST", self.path, dict(self.headers.items()), body)
+                recorder._record(recorded)
                 status = recorder.status
                 payload = b'{"message":"recorded"}' if status < 300 else b'{"message":"recorder says no"}'
+                refused = recorder.judge(recorded) if recorder.judge is not None else None
+                if refused is not None:
+                    status, payload = refused
+                    with recorder._lock:
+                        recorder.refusals.append((self.path, payload))
                 self.send_response(status)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(payload)))

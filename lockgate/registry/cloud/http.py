@@ -1,5 +1,6 @@
 """The HTTP calls of the cloud token exchanges: bounded answers, errors that name the
-provider, the identity, the registry and the endpoint, and never a token or a form field.
+provider, the identity, the registry and the endpoint, with the service's own error code and
+message (``refusal``: what the service says was wrong), and never a token lockgate sent.
 
 Every answer is read through ``lockgate.replies`` (streamed, at most ``MAX_ANSWER``): a token
 service answering without end costs a megabyte, not the process.
@@ -7,9 +8,11 @@ service answering without end costs a megabyte, not the process.
 
 from __future__ import annotations
 
+import html
 import json
 import re
-from collections.abc import Mapping
+import urllib.parse
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -21,8 +24,20 @@ from lockgate.registry.cloud import CloudAuthError
 
 #: a token service's answer is a few fields: the one cap of every reply lockgate reads whole
 MAX_ANSWER = replies.MAX_REPLY_BYTES
-#: of an error answer, only the service's error code is looked for, at its start
+#: how much of an error answer is looked at, and how much of its message is shown
 _ERROR_BYTES = 4096
+MAX_CAUSE = 300
+#: form fields that carry a credential: never echoed from a service's error message
+SECRET_FIELDS = frozenset(
+    {
+        "WebIdentityToken",
+        "subject_token",
+        "client_assertion",
+        "access_token",
+        "refresh_token",
+        "client_secret",
+    }
+)
 TIMEOUT = 30.0
 
 
@@ -69,8 +84,10 @@ def call(
             raise who.fail(f"cannot reach {what} at {_shown(url)} ({type(exc).__name__})") from None
         try:
             if reply.status_code >= 400:
-                code = _error_code(replies.read(reply, limit=MAX_ANSWER))
-                raise who.fail(f"{what} at {_shown(url)} refused the request: HTTP {reply.status_code}{code}")
+                text = replies.read(reply, limit=MAX_ANSWER)[:_ERROR_BYTES].decode("utf-8", "replace")
+                cause = refusal(text, hidden=_sent_secrets(headers, form, body))
+                status = reply.status_code
+                raise who.fail(f"{what} at {_shown(url)} refused the request: HTTP {status}{cause}")
             return replies.read(reply, limit=MAX_ANSWER)
         except ReplyTooLarge as exc:
             if reply.status_code >= 400:
@@ -104,24 +121,72 @@ def _shown(url: str) -> str:
     return url.split("?", 1)[0]
 
 
-def _error_code(content: bytes) -> str:
-    """The service's error code (``ExpiredTokenException``, ``invalid_grant``...), never its
-    whole body, which might echo what was sent."""
-    text = content[:_ERROR_BYTES].decode("utf-8", "replace")
+def _sent_secrets(
+    headers: Mapping[str, str] | None, form: Mapping[str, str] | None, body: bytes | None
+) -> list[str]:
+    """What this request carried that a service's error message must not carry on: the
+    credential header and every token field of the form (sent as ``form`` or as a body)."""
+    fields = dict(form or {})
+    if body and not fields:
+        try:
+            fields = dict(urllib.parse.parse_qsl(body.decode(), strict_parsing=True))
+        except (UnicodeDecodeError, ValueError):
+            fields = {}
+    hidden = [v for k, v in fields.items() if k in SECRET_FIELDS and v]
+    for name, value in (headers or {}).items():
+        if name.lower() == "authorization" and value:
+            hidden += [value, value.partition(" ")[2]]
+    return [h for h in hidden if h]
+
+
+def refusal(text: str, *, hidden: Iterable[str] = ()) -> str:
+    """`` (CODE: message)`` of a token service's error body, as each service documents it:
+    AWS JSON (``__type``, ``message``) and XML (``<Code>``, ``<Message>``), OAuth 2.0
+    (``error``, ``error_description``: Google STS, Entra ID), Google APIs (``error.status``,
+    ``error.message``) and ACR (``errors[0].code``, ``.message``). The message is the first
+    line only (Entra appends trace IDs), without control characters, at most ``MAX_CAUSE``
+    characters, and with every value in ``hidden`` (what was sent as a secret) blanked."""
+    code, message = _code_and_message(text)
+    if not code:
+        return ""
+    message = message.strip().splitlines()[0] if message.strip() else ""
+    for secret in sorted(hidden, key=len, reverse=True):
+        if len(secret) >= 4:
+            message = message.replace(secret, "<redacted>")
+    message = "".join(c if c.isprintable() else " " for c in message)
+    if len(message) > MAX_CAUSE:
+        message = message[: MAX_CAUSE - 1] + "…"
+    return f" ({code}: {message})" if message else f" ({code})"
+
+
+def _code_and_message(text: str) -> tuple[str, str]:
     try:
         value = json.loads(text)
     except json.JSONDecodeError:
-        match = re.search(r"<Code>([A-Za-z0-9_.]{1,64})</Code>", text)
-        return f" ({match.group(1)})" if match else ""
-    if isinstance(value, dict):
-        for key in ("__type", "error", "code"):
-            code = value.get(key)
-            if isinstance(code, dict):
-                code = code.get("status") or code.get("code")
-            if (
-                isinstance(code, str)
-                and len(code) <= 64
-                and code.replace("_", "").replace("#", "").replace(".", "").isalnum()
-            ):
-                return f" ({code.rsplit('#', 1)[-1]})"
-    return ""
+        found = re.search(r"<Code>([A-Za-z0-9_.]{1,64})</Code>", text)
+        said = re.search(r"<Message>([^<]{0,2000})</Message>", text)
+        return (found.group(1) if found else "", html.unescape(said.group(1)) if said else "")
+    if not isinstance(value, dict):
+        return "", ""
+    errors = value.get("errors")
+    if isinstance(errors, list) and errors and isinstance(errors[0], dict):
+        value = errors[0]  # ACR (the Distribution error format)
+    error = value.get("error")
+    if isinstance(error, dict):  # Google APIs
+        return _token(error.get("status") or error.get("code")), str(error.get("message") or "")
+    for key in ("__type", "error", "code"):
+        named = _token(value.get(key))
+        if named:
+            return named, str(
+                value.get("error_description") or value.get("message") or value.get("Message") or ""
+            )
+    return "", ""
+
+
+def _token(found: object) -> str:
+    """An error code as services write them (``ExpiredTokenException``, ``invalid_grant``,
+    ``com.amazon.coral.service#UnrecognizedClientException``: the part after ``#``)."""
+    if not isinstance(found, str) or len(found) > 96:
+        return ""
+    code = found.rsplit("#", 1)[-1]
+    return code if code.replace("_", "").replace(".", "").isalnum() else ""

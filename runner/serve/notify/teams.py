@@ -5,7 +5,9 @@ Teams' Office 365 connectors (MessageCard) are being retired; workflows (Power A
 notification-controller builds: schema version 1.4 (the highest Teams renders), full width, one
 Container holding the object (``sync/NAME.NAMESPACE`` in bold, large), the message (wrapped,
 in the ``attention`` colour for an error) and a FactSet of the event's metadata, ``summary``
-first and the rest sorted by key. Pure: built from Flux's event JSON (``messages``).
+first and the rest sorted by key; an event without metadata has no FactSet (the published
+Adaptive Card schema requires a FactSet's ``facts``). Pure: built from Flux's event JSON
+(``messages``).
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ def card(event: Mapping[str, Any]) -> bytes:
     metadata: Mapping[str, str] = event.get("metadata") or {}
     facts = [{"title": "summary", "value": metadata["summary"]}] if "summary" in metadata else []
     facts += [{"title": k, "value": metadata[k]} for k in sorted(metadata) if k != "summary"]
+    fact_set = [{"type": "FactSet", "facts": facts}] if facts else []
     body = {
         "type": "message",
         "attachments": [
@@ -42,11 +45,7 @@ def card(event: Mapping[str, Any]) -> bytes:
                     "body": [
                         {
                             "type": "Container",
-                            "items": [
-                                heading,
-                                message,
-                                {"type": "FactSet", **({"facts": facts} if facts else {})},
-                            ],
+                            "items": [heading, message, *fact_set],
                         }
                     ],
                     "msteams": {"width": "Full"},
