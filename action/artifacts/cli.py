@@ -194,7 +194,7 @@ def push(
     _require_push_arguments(args, each)
     from action.artifacts import push as push_mod
     from action.artifacts import signer as signer_mod
-    from lockgate import progress
+    from lockgate import interrupt, progress
     from lockgate.artifact import manifest
 
     options = push_mod.PushOptions(
@@ -209,7 +209,8 @@ def push(
         mode=sign_mode, key_path=key_path, token=identity_token, trust_config=trust_config
     )
     try:
-        with progress.shown(quiet=quiet):
+        # SIGTERM as Ctrl-C: an interrupted push says what it wrote (lockgate.interrupt)
+        with interrupt.raising(), progress.shown(quiet=quiet):
             results = push_mod.push_targets(
                 args,
                 each=each,

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 from action.artifacts import layer as layer_mod
 from action.artifacts import signer as signer_mod
 from action.artifacts import source as source_mod
-from lockgate import progress, registry
+from lockgate import interrupt, progress, registry
 from lockgate.artifact import manifest, metadata, pack
 from lockgate.errors import ExitCode, LockgateError, RenderError, UsageError
 
@@ -144,8 +144,51 @@ def prepared(
         yield Prepared(path, target, tree, built, per_path)
 
 
+@dataclass
+class Written:
+    """What one push has written so far, to say it when the push is interrupted."""
+
+    blobs: int = 0
+    tags: list[str] = field(default_factory=list)
+    signed: bool = False
+
+    def describe(self, target: registry.Reference, tags: Sequence[str], signing: bool) -> str:
+        """``written: ...; not written: ...`` of an interrupted push of ``target``."""
+        written = [f"{self.blobs} blob(s)"] if self.blobs else []
+        written += [f"tag {tag}" for tag in self.tags]
+        missing = [f"tag {tag}" for tag in tags if tag not in self.tags]
+        if signing and not self.signed:
+            missing.append("the signature")
+        said = f"written to {target.name}: {', '.join(written) or 'nothing'}"
+        if missing:
+            said += f"; not written: {', '.join(missing)}"
+            if not self.tags:
+                said += " (the tag still names what it named before: nothing half-pushed is reachable)"
+        return said
+
+
 def upload(item: Prepared, client: registry.RegistryClient, options: PushOptions) -> PushResult:
-    """Send what ``prepared`` made: the blobs the registry lacks, the manifest, tags, signature."""
+    """Send what ``prepared`` made: the blobs the registry lacks, the manifest, tags, signature.
+
+    Ctrl-C or SIGTERM (``lockgate.interrupt.raising``) is an ``Interrupted`` error saying what
+    was written and what was not; the tag is written after the blobs, so it never names an
+    incomplete artifact."""
+    written = Written()
+    assert item.target.tag is not None  # checked by prepared
+    tags = (item.target.tag, *options.extra_tags)
+    try:
+        return _upload(item, client, options, written)
+    except KeyboardInterrupt as stop:
+        said = written.describe(item.target, tags, options.signer is not None)
+        raise interrupt.Interrupted(
+            f"{item.path}: interrupted by {interrupt.which(stop)}: {said}; run the same push again "
+            "to finish it (what the registry has is not sent again)"
+        ) from None
+
+
+def _upload(
+    item: Prepared, client: registry.RegistryClient, options: PushOptions, written: Written
+) -> PushResult:
     target, tree, built, path = item.target, item.tree, item.built, item.path
     assert target.tag is not None  # checked by prepared
     repo = target.repository
@@ -159,6 +202,7 @@ def upload(item: Prepared, client: registry.RegistryClient, options: PushOptions
                 repo, built.config_blob, digest=built.manifest.config.digest, size=len(built.config_blob)
             )
             uploaded += 1
+            written.blobs += 1
         if not client.blob_exists(repo, tree.digest):
             planned = tree.digest
             layer = tree.layer()
@@ -174,13 +218,17 @@ def upload(item: Prepared, client: registry.RegistryClient, options: PushOptions
                 finally:
                     task.finish()
             uploaded += 1
+            written.blobs += 1
         client.put_manifest(repo, target.tag, built.content, built.manifest.media_type)
+    written.tags.append(target.tag)
     for tag in options.extra_tags:
         if client.head_manifest(repo, tag) != built.digest:
             client.put_manifest(repo, tag, built.content, built.manifest.media_type)
             status = Status.PUSHED
+        written.tags.append(tag)
     packed = tree.packed is not None
     signed = options.signer.sign(target, built.digest, client) if options.signer is not None else None
+    written.signed = True
     revision = built.manifest.annotations.get(metadata.REVISION)
     return PushResult(target, built.digest, status, uploaded, tags, path, signed, packed, revision)
 
@@ -271,6 +319,14 @@ def push_each(
         for index, item in enumerate(ready):
             try:
                 results.append(upload(item, client_for(item.target), options))
+            except interrupt.Interrupted as stopped:
+                left = [p.path for p in ready[index + 1 :]]
+                done = "".join(f"\n    {r.status.value} {r.reference}@{r.digest}" for r in results)
+                raise interrupt.Interrupted(
+                    f"{stopped.message}"
+                    + (f"\n  {len(results)} pushed before it:{done}" if results else "")
+                    + (f"\n  not attempted: {', '.join(left)}" if left else "")
+                ) from None
             except LockgateError as exc:
                 if not results:
                     raise
@@ -301,15 +357,21 @@ def push_targets(
 
     The signer is made before anything is pushed (see ``signer.prepare``).
     """
-    options = replace(options, signer=signer_mod.prepare(sign))
-    if each is not None:
-        if len(args) != 1:
-            raise UsageError(
-                "with --each give only the target: lockgate push --each 'apps/*' oci://REG/{name}:TAG"
-            )
-        return push_each(each, args[0], client_for, options)
-    if len(args) != 2:
-        raise UsageError("usage: lockgate push PATH oci://REGISTRY/REPO:TAG")
-    ref = registry.parse(args[1])
-    # the same revision rule as --each: a directory's revision is its last commit
-    return [push(args[0], ref, client_for(ref), options, per_path=True)]
+    try:
+        options = replace(options, signer=signer_mod.prepare(sign))
+        if each is not None:
+            if len(args) != 1:
+                raise UsageError(
+                    "with --each give only the target: lockgate push --each 'apps/*' oci://REG/{name}:TAG"
+                )
+            return push_each(each, args[0], client_for, options)
+        if len(args) != 2:
+            raise UsageError("usage: lockgate push PATH oci://REGISTRY/REPO:TAG")
+        ref = registry.parse(args[1])
+        # the same revision rule as --each: a directory's revision is its last commit
+        return [push(args[0], ref, client_for(ref), options, per_path=True)]
+    except KeyboardInterrupt as stop:
+        # an upload says what it wrote itself (``upload``): this one came before any
+        raise interrupt.Interrupted(
+            f"interrupted by {interrupt.which(stop)} while packing and checking: nothing was pushed"
+        ) from None

@@ -363,6 +363,7 @@ class Pass:
                 self.result.digest,
                 attempt.PROGRESSING_REASON,
                 changeset.summary(),
+                verified_by=self.result.verified_by,
             )
             self.inventory.last_attempt = attempt.settle(self.inventory.last_attempt, progressing)
         self._written = self.inventory.document()

@@ -92,16 +92,12 @@ def request(
     return at
 
 
-def _health(inventory: Inventory) -> str:
-    return inventory.history[0].health.value if inventory.history else history.Summary.UNKNOWN.value
-
-
 def readiness(inventory: Inventory) -> attempt.Readiness:
     """The sync's Ready condition, from its parent alone."""
     return attempt.readiness(
         attempt=inventory.last_attempt,
         held=inventory.held,
-        health=_health(inventory),
+        health=inventory.health,
         revision=inventory.revision or inventory.digest,
         waiting=inventory.waiting,
         legacy_status=str(inventory.last_result.get("status") or ""),
@@ -126,7 +122,6 @@ def history_json(entries: Sequence[history.Entry]) -> list[dict[str, Any]]:
 
 
 def to_json(inventory: Inventory) -> dict[str, Any]:
-    newest = inventory.history[0] if inventory.history else None
     return {
         "name": inventory.name,
         "namespace": inventory.namespace,
@@ -135,10 +130,10 @@ def to_json(inventory: Inventory) -> dict[str, Any]:
         "source": inventory.source,
         "revision": inventory.revision,
         "digest": inventory.digest,
-        "verifiedBy": newest.verified_by if newest else "",
+        "verifiedBy": inventory.verified_by,
         "lastAttempt": attempt_json(inventory.last_attempt),
         "lastResult": {**inventory.last_result, "time": _when(inventory)},
-        "health": _health(inventory),
+        "health": inventory.health,
         "members": len(inventory.members),
         "history": history_json(inventory.history),
         "rejected": list(inventory.rejected),
@@ -186,7 +181,6 @@ def table(listing: store.Listing) -> str:
         ]
     ]
     for inv in listing.inventories:
-        newest = inv.history[0] if inv.history else None
         ready = readiness(inv)
         result, since = _attempted(inv)
         rows.append(
@@ -195,8 +189,8 @@ def table(listing: store.Listing) -> str:
                 ready.status,
                 str(inv.suspended),
                 short(inv.revision or inv.digest) or "-",
-                (newest.verified_by if newest else "") or "-",
-                _health(inv),
+                inv.verified_by or "-",
+                inv.health,
                 result or "-",
                 since or "-",
                 str(len(inv.members)),
@@ -222,7 +216,6 @@ def _block(label: str, text: str) -> list[str]:
 
 def detail(inventory: Inventory) -> str:
     """One sync: readiness and the last attempt with their whole messages, then the history."""
-    newest = inventory.history[0] if inventory.history else None
     ready = readiness(inventory)
     lines = [f"sync {inventory.name} (namespace {inventory.namespace})"]
     lines.extend(_block("ready:", f"{ready.status} ({ready.reason})"))
@@ -234,8 +227,8 @@ def detail(inventory: Inventory) -> str:
         f"  source:    {inventory.source}",
         f"  revision:  {inventory.revision}",
         f"  digest:    {inventory.digest}",
-        f"  verified:  {newest.verified_by if newest else ''}",
-        f"  health:    {_health(inventory)}",
+        f"  verified:  {inventory.verified_by}",
+        f"  health:    {inventory.health}",
         f"  members:   {len(inventory.members)}",
     ]
     last = inventory.last_attempt
@@ -248,7 +241,8 @@ def detail(inventory: Inventory) -> str:
             lines.extend(_block("", last.message))
     else:
         status, summary = inventory.last_result.get("status", ""), inventory.last_result.get("summary", "")
-        lines.append(f"  result:    {status}: {summary}" + (f" ({_when(inventory)})" if newest else ""))
+        when = f" ({_when(inventory)})" if inventory.history else ""
+        lines.append(f"  result:    {status}: {summary}{when}")
     if inventory.waiting:
         lines.append(f"  waiting:   {inventory.waiting}")
     if inventory.drift is not None:
