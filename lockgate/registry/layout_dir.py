@@ -10,9 +10,11 @@ A layout is files anyone may have edited, so every blob and manifest read is has
 mismatch is refused naming the file. Writes never leave a half-written file where a reader
 looks: a blob goes to a temporary file in ``blobs/<alg>/`` and is renamed once its digest
 checks, and ``index.json`` is replaced by rename (under a lock on the directory) only after
-the content it names is in place. Referrers are found as oras finds them in a layout: the
-manifests listed in ``index.json`` whose ``subject`` is the digest (``put_manifest`` by
-digest lists a manifest untagged), plus a tag-schema fallback index if one was copied in.
+the content it names is in place. Files get the process umask as oras writes them (blobs 0444,
+the index 0644 under umask 022), so another user (the runner) can read the layout. Referrers are
+found as oras finds them in a layout: the manifests listed in ``index.json`` whose
+``subject`` is the digest (``put_manifest`` by digest lists a manifest untagged), plus a
+tag-schema fallback index if one was copied in.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, Any
 
+from lockgate import paths
 from lockgate.errors import ResolveError, VerificationError
 from lockgate.registry import oci
 from lockgate.registry.client import CHUNK, MAX_MANIFEST_BYTES, FetchedManifest, RegistryClient
@@ -131,6 +134,7 @@ class LayoutStore(RegistryClient):
         with tempfile.NamedTemporaryFile(dir=self.root, prefix=f".{name}.", delete=False) as out:
             out.write(data)
             out.flush()
+            os.fchmod(out.fileno(), _file_mode(0o666))
             os.fsync(out.fileno())
         os.replace(out.name, self.root / name)
 
@@ -215,6 +219,7 @@ class LayoutStore(RegistryClient):
                         hasher.update(chunk)
                         out.write(chunk)
                 out.flush()
+                os.fchmod(out.fileno(), _file_mode(0o444))
                 os.fsync(out.fileno())
             except BaseException:
                 os.unlink(out.name)
@@ -318,6 +323,14 @@ def _artifact_type(value: Any) -> str | None:
     if isinstance(config, dict) and isinstance(config.get("mediaType"), str):
         return str(config["mediaType"])
     return None
+
+
+def _file_mode(mode: int) -> int:
+    """``mode`` less the umask, as oras writes a layout: blobs 0444 (content-addressed, never
+    rewritten in place), ``index.json`` and ``oci-layout`` 0666, so 0444 and 0644 under umask
+    022 and the non-root runner can read a layout an operator copied (temporary files are
+    created 0600). The owner can always read what it wrote."""
+    return (mode & ~paths.umask()) | (mode & 0o600)
 
 
 def _encode(value: Any) -> bytes:
