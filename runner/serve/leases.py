@@ -500,6 +500,7 @@ def reconcile(
     namespace, held = taken
     if not isinstance(held, Held):
         return Result(name=options.name, namespace=namespace, skipped=f"held by {held}")
+
     def both() -> None:
         if guard is not None:
             guard()

@@ -113,12 +113,15 @@ def test_error_lines_become_located_annotations() -> None:
         "progress...\n"
         "error: /ws/deploy/bad.yaml:4:9: invalid YAML: expected ',' or ']'\n"
         "error: deploy/images.yaml: document 2: spec.policy.semver: invalid policy\n"
+        "error: deploy/images.yaml:14: document 2: spec.policy.semver: invalid policy\n"
         "error: registry r.io answered 500\n"
     )
     found = report.annotate("push", stderr, None, failed=True, workspace=Path("/ws"))
     assert [(a.file, a.line, a.col, a.message) for a in found] == [
         ("deploy/bad.yaml", 4, 9, "invalid YAML: expected ',' or ']'"),
         ("deploy/images.yaml", None, None, "document 2: spec.policy.semver: invalid policy"),
+        # the images configuration names its line too: the annotation sits on it
+        ("deploy/images.yaml", 14, None, "document 2: spec.policy.semver: invalid policy"),
         (None, None, None, "registry r.io answered 500"),
     ]
 
