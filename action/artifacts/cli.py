@@ -46,7 +46,10 @@ def _build_options(func: F) -> F:
                 help="Pack files holding a private key (refused by default).",
             ),
             click.option(
-                "--strict", is_flag=True, help="A plain (unencrypted) Secret is an error, not a warning."
+                "--strict",
+                is_flag=True,
+                help="A plain (unencrypted) Secret, and for push uncommitted changes, are errors, "
+                "not warnings.",
             ),
             click.option(
                 "--max-ratio",
@@ -168,6 +171,11 @@ def build(path: str, out: Path | None, output: str, quiet: bool, **flags: Any) -
     type=click.Path(path_type=Path, exists=True, dir_okay=False),
     help="Sigstore client trust config of a private Sigstore (--sign keyless).",
 )
+@click.option(
+    "--refuse-dirty",
+    is_flag=True,
+    help="Refuse uncommitted changes under PATH (else a warning and a dev.lockgate.vcs.modified annotation).",
+)
 @_output
 @_build_options
 @_registry_options
@@ -184,6 +192,7 @@ def push(
     key_path: Path | None,
     identity_token: str | None,
     trust_config: Path | None,
+    refuse_dirty: bool,
     output: str,
     creds: str | None,
     insecure: bool,
@@ -204,6 +213,7 @@ def push(
         annotations=manifest.parse_annotations(annotations),
         extra_tags=tags,
         build=_build(**flags),
+        refuse_dirty=refuse_dirty or bool(flags["strict"]),
     )
     sign = signer_mod.SignOptions(
         mode=sign_mode, key_path=key_path, token=identity_token, trust_config=trust_config

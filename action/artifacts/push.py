@@ -9,6 +9,7 @@ and the manifest is put under the tag and any extra tags.
 from __future__ import annotations
 
 import glob
+import logging
 import tempfile
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import ExitStack, contextmanager
@@ -28,6 +29,7 @@ if TYPE_CHECKING:
     from lockgate.signing.sign import SignedArtifact
 
 ClientFactory = Callable[["registry.Reference"], "registry.RegistryClient"]
+log = logging.getLogger("lockgate.push")
 
 
 class Status(Enum):
@@ -45,6 +47,8 @@ class PushOptions:
     build: source_mod.BuildOptions = field(default_factory=source_mod.BuildOptions)
     #: sign the pushed digest (``--sign key|keyless``); also when the push was unchanged
     signer: signer_mod.Signer | None = None
+    #: refuse a checkout with uncommitted changes under the path (``--strict``, the Action)
+    refuse_dirty: bool = False
 
 
 @dataclass(frozen=True)
@@ -60,6 +64,8 @@ class PushResult:
     packed: bool = False
     #: the ``org.opencontainers.image.revision`` annotation pushed, when there is one
     revision: str | None = None
+    #: the checkout's uncommitted changes under the path (``git status --porcelain``)
+    uncommitted: tuple[str, ...] = ()
 
     @property
     def url(self) -> str:
@@ -77,6 +83,8 @@ class PushResult:
             "path": self.path,
             "revision": self.revision,
         }
+        if self.uncommitted:
+            value["uncommitted"] = list(self.uncommitted)
         if self.signed is not None:
             value["signed"] = self.signed.to_json()
         return value
@@ -94,13 +102,39 @@ def build_layer(path: str, dest: Path, options: source_mod.BuildOptions) -> pack
         )
 
 
-def plan(
-    path: str, layer_digest: str, layer_size: int, options: PushOptions, *, per_path: bool = False
-) -> manifest.Built:
+def provenance(path: str, options: PushOptions, *, per_path: bool = False) -> metadata.Provenance:
+    """Where ``path`` comes from; uncommitted changes under it are refused with
+    ``options.refuse_dirty``, else warned about (the annotation records them)."""
     origin = Path.cwd() if path == "-" else Path(path)
-    provenance = metadata.detect(
+    found = metadata.detect(
         origin, source=options.source, revision=options.revision, created=options.created, per_path=per_path
     )
+    if path == "-":
+        return metadata.Provenance(found.source, found.revision, found.created)  # not the tree's content
+    if found.uncommitted:
+        shown = ", ".join(found.uncommitted[:5]) + (
+            f" and {len(found.uncommitted) - 5} more" if len(found.uncommitted) > 5 else ""
+        )
+        said = (
+            f"{path}: the checkout has uncommitted changes there ({shown}), so the artifact is not "
+            f"the content of {found.revision}, the revision it would be pushed under"
+        )
+        if options.refuse_dirty:
+            raise UsageError(
+                f"{said}; commit them first (refused by --strict or --refuse-dirty; the Action's "
+                "allow-dirty: true pushes it, annotated)"
+            )
+        log.warning(
+            'warning: %s; it is annotated %s: "true" (commit them first, or --strict to refuse)',
+            said,
+            metadata.MODIFIED,
+        )
+    return found
+
+
+def plan(
+    provenance: metadata.Provenance, layer_digest: str, layer_size: int, options: PushOptions
+) -> manifest.Built:
     annotations = {**provenance.annotations(), **options.annotations}
     return manifest.build(layer_digest, layer_size, annotations)
 
@@ -123,6 +157,7 @@ class Prepared:
     tree: layer_mod.Tree
     built: manifest.Built
     per_path: bool
+    provenance: metadata.Provenance
 
 
 @contextmanager
@@ -140,8 +175,9 @@ def prepared(
             # name another layer the registry holds (an older release); the tree is packed, and
             # a cache entry that disagrees is dropped
             tree.layer()
-        built = plan(path, tree.digest, tree.size, options, per_path=per_path)
-        yield Prepared(path, target, tree, built, per_path)
+        found = provenance(path, options, per_path=per_path)
+        built = plan(found, tree.digest, tree.size, options)
+        yield Prepared(path, target, tree, built, per_path, found)
 
 
 @dataclass
@@ -208,7 +244,7 @@ def _upload(
             layer = tree.layer()
             if layer.digest != planned:
                 # planned from the build cache: the bytes uploaded decide, if ever they differ
-                built = plan(path, layer.digest, layer.size, options, per_path=item.per_path)
+                built = plan(item.provenance, layer.digest, layer.size, options)
             task = progress.current().task("uploading", total=layer.size)
             with open(layer.path, "rb") as stream:
                 try:
@@ -230,7 +266,18 @@ def _upload(
     signed = options.signer.sign(target, built.digest, client) if options.signer is not None else None
     written.signed = True
     revision = built.manifest.annotations.get(metadata.REVISION)
-    return PushResult(target, built.digest, status, uploaded, tags, path, signed, packed, revision)
+    return PushResult(
+        target,
+        built.digest,
+        status,
+        uploaded,
+        tags,
+        path,
+        signed,
+        packed,
+        revision,
+        item.provenance.uncommitted,
+    )
 
 
 def push(

@@ -135,3 +135,24 @@ def test_workflow_commands_escape_data_and_properties() -> None:
 def test_output_file_uses_heredocs_that_keep_newlines() -> None:
     text = commands.output_file_text({"json": '{"a":\n1}', "digest": "d"}, delimiter="EOF_X")
     assert text == 'json<<EOF_X\n{"a":\n1}\nEOF_X\ndigest<<EOF_X\nd\nEOF_X\n'
+
+
+def test_a_push_of_uncommitted_changes_is_a_warning_in_the_summary_and_an_annotation() -> None:
+    row = {
+        "url": "oci://r.io/app@sha256:1",
+        "repository": "r.io/app",
+        "digest": "sha256:1",
+        "status": "pushed",
+        "tags": ["main"],
+        "path": "deploy",
+        "revision": "main@sha1:abc",
+        "uncommitted": [" M deploy/cm.yaml", "?? deploy/new.yaml"],
+    }
+    said = report.summary("push", row)
+    assert "**Warning:** `deploy` had uncommitted changes (` M deploy/cm.yaml`, `?? deploy/new.yaml`)" in said
+    assert "not the content of `main@sha1:abc`" in said and "dev.lockgate.vcs.modified" in said
+    (warning,) = report.annotate("push", "", row, failed=False, workspace=None)
+    assert warning.level == "warning" and "deploy had uncommitted changes" in warning.message
+    clean = {**row, "uncommitted": []}
+    assert "Warning" not in report.summary("push", clean)
+    assert report.annotate("push", "", clean, failed=False, workspace=None) == []
