@@ -385,3 +385,90 @@ def test_the_json_fields_the_readme_names_are_the_ones_printed(
     for listed, keys in ((pushed_fields[1], set(printed)), (signed_fields[1], set(printed["signed"]))):
         names = [n.strip().strip("`") for n in listed.split(",")]
         assert [n for n in names if n not in keys] == [], (listed, sorted(keys))
+
+
+#: every page a user reads: the README, docs/ and the workflows' guides
+READ = [*DOCUMENTS, *sorted((ROOT / "workflows").rglob("*.md")), *sorted((ROOT / "deploy").rglob("*.md"))]
+_INSTALL = re.compile(r"\b(?:pipx|pip3?|uv pip|uv tool) install\b[^\n]*?\blockgate\b(?![-/.\w])")
+
+
+def test_no_page_installs_lockgate_from_a_package_index() -> None:
+    """lockgate is not on PyPI: a page saying ``pipx install lockgate`` (docs/images.md did)
+    sends a user to an index that does not serve it. CI takes the Action, the reusable
+    workflows or the container image; a checkout takes ``make setup``."""
+    said = [
+        f"{_relative(path)}:{text[: m.start()].count(chr(10)) + 1}: {m.group(0)}"
+        for path in READ
+        for text in [path.read_text()]
+        for m in _INSTALL.finditer(text)
+    ]
+    assert said == []
+
+
+def _action_steps(body: str) -> list[dict[str, object]]:
+    import yaml
+
+    try:
+        doc = yaml.safe_load(body)
+    except yaml.YAMLError:
+        return []
+    jobs = doc.get("jobs", {}) if isinstance(doc, dict) else {}
+    steps = [s for job in jobs.values() if isinstance(job, dict) for s in job.get("steps") or []]
+    return [
+        s
+        for s in steps
+        if isinstance(s, dict) and str(s.get("uses", "")).startswith("lockgate-dev/lockgate@")
+    ]
+
+
+def test_the_action_steps_the_docs_show_use_its_commands_and_inputs() -> None:
+    """Each ``uses: lockgate-dev/lockgate@...`` step in a page names a command of the action
+    and only inputs action.yml declares."""
+    import yaml
+
+    declared = yaml.safe_load((ROOT / "action.yml").read_text())["inputs"]
+    commands = re.findall(r"One of ([a-z, -]+)\.", declared["command"]["description"])[0].split(", ")
+    shown, wrong = 0, []
+    for path in READ:
+        for block in blocks(path.read_text(), _relative(path)):
+            if block.language not in ("yaml", "yml"):
+                continue
+            for step in _action_steps(block.body):
+                shown += 1
+                given = step.get("with") or {}
+                assert isinstance(given, dict)
+                if given.get("command") not in commands:
+                    wrong.append(f"{block}: command {given.get('command')!r} is not one of {commands}")
+                wrong += [
+                    f"{block}: input {name!r} is not in action.yml" for name in given if name not in declared
+                ]
+    assert shown, "no page shows the action any more: drop this test"
+    assert wrong == []
+
+
+def test_make_world_prints_where_lockgate_is() -> None:
+    """The README says ``make world`` prints where ``kubectl`` and ``lockgate`` are: the world's
+    start-up lines name both, and the lockgate printed runs."""
+    readme = (ROOT / "README.md").read_text()
+    assert "where `kubectl` and `lockgate` are" in readme
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "tests.world", "--no-cluster"],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    lines: list[str] = []
+    try:
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            lines.append(line)
+            if line.startswith("The world is up"):
+                break
+    finally:
+        proc.send_signal(2)
+        proc.communicate(timeout=60)
+    printed = {line.split(":", 1)[0]: line.split(":", 1)[1].split()[0] for line in lines if ":" in line}
+    assert "kubectl" in printed and "lockgate" in printed, lines
+    ran = subprocess.run([printed["lockgate"], "--version"], capture_output=True, text=True, timeout=60)
+    assert ran.returncode == 0 and ran.stdout.startswith("lockgate "), ran
