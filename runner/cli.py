@@ -165,7 +165,10 @@ def reconcile(
         syncs, cluster = loaded.syncs, loaded.runner.cluster_name
     else:
         if not url or not name:
-            raise UsageError("reconcile needs an oci:// URL and --name (or --config FILE)")
+            raise UsageError(
+                "reconcile needs a URL (oci://REGISTRY/REPO:TAG, where oci:// may be left out as in "
+                "every command, or oci-layout://DIR:TAG) and --name (or --config FILE)"
+            )
         verify = VerifyOptions(
             key=verify_key,
             identity=verify_identity,

@@ -161,6 +161,15 @@ class Prepared:
 
 
 @contextmanager
+def _refused_before_pushing() -> Iterator[None]:
+    """A layer over the runners' ratio, refused while packing, is named as push refuses it."""
+    try:
+        yield
+    except pack.RatioTooHigh as exc:
+        raise pack.RatioTooHigh(exc.root, exc.ratio, exc.max_ratio, stopped="pushed") from None
+
+
+@contextmanager
 def prepared(
     path: str, target: registry.Reference, options: PushOptions, *, per_path: bool = False
 ) -> Iterator[Prepared]:
@@ -168,6 +177,7 @@ def prepared(
     _check_target(target, options)
     with (
         tempfile.TemporaryDirectory(prefix="lockgate-push-") as tmp,
+        _refused_before_pushing(),
         layer_mod.prepare(path, options.build, Path(tmp) / "artifact.tgz") as tree,
     ):
         if options.signer is not None:

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -65,6 +66,28 @@ def read(
     return store.Listing(inventories=[inventory])
 
 
+@dataclass(frozen=True)
+class Requested:
+    """What ``lockgate sync`` set, and who will answer it."""
+
+    at: str
+    #: the runner namespace of the ``serve`` that runs the sync ("": no ``serve`` ever ran it)
+    served_by: str
+
+    def describe(self, name: str) -> str:
+        if self.served_by:
+            return (
+                f"sync {name}: requested at {self.at}; the lockgate serve running it (runner namespace "
+                f"{self.served_by}) answers within seconds; lockgate status {name} shows the request "
+                "until it has"
+            )
+        return (
+            f"sync {name}: requested at {self.at}; no lockgate serve has run this sync (its passes "
+            "came from lockgate reconcile), so nothing answers the request until one with it in its "
+            "configuration runs; to apply it now: lockgate reconcile --config FILE"
+        )
+
+
 def request(
     name: str,
     *,
@@ -73,8 +96,9 @@ def request(
     kubeconfig: Path | None = None,
     context: str | None = None,
     now: dt.datetime | None = None,
-) -> str:
-    """Ask for a pass of sync ``name`` (``lockgate sync``); returns the requestedAt value set."""
+) -> Requested:
+    """Ask for a pass of sync ``name`` (``lockgate sync``): the requestedAt value set, and
+    whether a ``serve`` runs the sync (the parent records the one that does)."""
     check_name(name)
     ns = runner_namespace(namespace)
     client = _client(kube, kubeconfig, context)
@@ -89,7 +113,7 @@ def request(
         )
     at = shard.micro_time((now or dt.datetime.now(dt.UTC)).timestamp())
     store.request(client, inventory, at)
-    return at
+    return Requested(at, inventory.served_by)
 
 
 def readiness(inventory: Inventory) -> attempt.Readiness:
