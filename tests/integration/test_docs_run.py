@@ -233,7 +233,9 @@ def _promotion_before(kind: str, body: str, ctx: Context) -> None:
 def _promotion_check(ctx: Context) -> None:
     everything, suffix = "\n".join(ctx.outputs), ctx.suffix
     qa = "https://example.com/attestations/qa-approved/v1"
-    assert "attestation: attested healthy in staging: " in everything
+    assert "attestation: attested healthy in staging: sha256:" in everything
+    assert "  admitted: healthy in staging, 3s soak: healthy since " in everything
+    assert f"  admitted: {qa}: attested by key sha256:" in everything
     assert f"waiting for healthy in staging, {SOAK}s soak: " in everything
     assert f"waiting for {qa}: no such attestation" in everything
     assert f"Attested {qa} of " in everything

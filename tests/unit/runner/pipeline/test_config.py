@@ -346,3 +346,26 @@ def test_every_problem_is_found_in_one_round_and_listed_in_file_order() -> None:
     assert "'broken'" not in said.split("dependsOn")[1].split("\n")[0]
     # a field reported wrong is not reported again by the checks after decoding
     assert [line for line in lines if "Sync/api: spec.verify" in line] == [lines[6]]
+
+
+def test_a_relative_key_path_is_relative_to_the_configuration_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """As kustomize reads a kustomization's paths (issue 36, Low): the same file works
+    whatever directory lockgate is started from."""
+    from lockgate.signing import keys
+
+    config_dir = tmp_path / "config"
+    config_dir.mkdir()
+    (config_dir / "cosign.pub").write_bytes(keys.generate_key_pair(b"pw").public_pem)
+    path = config_dir / "syncs.yaml"
+    path.write_text(
+        "apiVersion: lockgate.dev/v1alpha1\nkind: Sync\nmetadata: {name: web}\n"
+        "spec:\n  url: oci://127.0.0.1:5000/web:v1\n  interval: 5m\n  verify: {key: cosign.pub}\n"
+    )
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    (web,) = config.load(path, dry_run=True).syncs
+    assert web.source.policy is not None
+    assert str(config_dir / "cosign.pub") in str(web.source.policy)
