@@ -236,6 +236,7 @@ def _promotion_check(ctx: Context) -> None:
     assert "attestation: attested healthy in staging: sha256:" in everything
     assert "  admitted: healthy in staging, 3s soak: healthy since " in everything
     assert f"  admitted: {qa}: attested by key sha256:" in everything
+    assert "1 object healthy" in everything and "1 objects" not in everything
     assert f"waiting for healthy in staging, {SOAK}s soak: " in everything
     assert f"waiting for {qa}: no such attestation" in everything
     assert f"Attested {qa} of " in everything
@@ -270,10 +271,106 @@ def _promotion_check(ctx: Context) -> None:
     assert "attested healthy in production-canary" in ctx.outputs[-1]
 
 
+def _registries_renamed(text: str, ctx: Context) -> str:
+    """The mirror guide's registries are the world's, each its own repository prefix; the USB
+    stick is a directory of the test's."""
+    prefix = f"{ctx.registry.host}/{ctx.suffix}"
+    return (
+        _registry_renamed(text, ctx)
+        .replace("ghcr.io/org/app", f"{prefix}/org/app")
+        .replace("mirror.corp/org/app", f"{prefix}/mirror/app")
+        .replace("registry.inside/org/app", f"{prefix}/inside/app")
+        .replace("/media/usb/app", str(ctx.directory / "usb" / "app"))
+    )
+
+
+def _registries_setup(ctx: Context) -> None:
+    """ghcr.io/org/app with the releases the guide copies, signed as a release would be."""
+    _write(ctx.directory, {"deploy/cm.yaml": dump(configmap("app", "default", {"v": ctx.suffix}))})
+    env = {**ctx.env, "LOCKGATE_PASSWORD": "docs"}
+    keygen = ["keygen", "--output-key-prefix", str(ctx.directory / "release")]
+    subprocess.run([sys.executable, "-m", "lockgate", *keygen], env=env, check=True, capture_output=True)
+    for tag in ("1.4.2", "1.4.3"):
+        (ctx.directory / "deploy" / "cm.yaml").write_text(dump(configmap("app", "default", {"v": tag})))
+        url = f"oci://{ctx.registry.host}/{ctx.suffix}/org/app:{tag}"
+        push = ["push", "deploy", url, "--sign", "key", "--key", "release.key"]
+        done = subprocess.run(
+            [sys.executable, "-m", "lockgate", *push], env=env, cwd=ctx.directory, capture_output=True
+        )
+        assert done.returncode == 0, done.stderr
+
+
+def _registries_check(ctx: Context) -> None:
+    """The air gap crossed: the inside registry holds 1.4.2 by the same digest, with its signature,
+    and the layout the USB stick carried is readable by others (0644, as oras writes it)."""
+    from lockgate import registry as registry_mod
+
+    prefix = f"oci://{ctx.registry.host}/{ctx.suffix}"
+    source = registry_mod.RegistryClient.for_reference(registry_mod.parse(f"{prefix}/org/app:1.4.2"))
+    want = source.resolve(registry_mod.parse(f"{prefix}/org/app:1.4.2"))
+    for repo in ("mirror/app", "inside/app"):
+        ref = registry_mod.parse(f"{prefix}/{repo}:1.4.2")
+        assert registry_mod.RegistryClient.for_reference(ref).resolve(ref) == want, repo
+    verified = subprocess.run(
+        [sys.executable, "-m", "lockgate", "verify", f"{prefix}/inside/app:1.4.2", "--key", "release.pub",
+         "--signed-repository", f"{ctx.registry.host}/{ctx.suffix}/org/app"],
+        env=ctx.env, cwd=ctx.directory, capture_output=True, text=True,
+    )  # fmt: skip
+    assert verified.returncode == 0, verified.stderr
+    index = ctx.directory / "usb" / "app" / "index.json"
+    assert index.stat().st_mode & 0o044 == 0o044, oct(index.stat().st_mode)
+
+
+def _runner_check(ctx: Context) -> None:
+    """The configuration example's problems, all at once and by line, as the page shows them."""
+    (said,) = [o for o in ctx.outputs if "problems:" in o]
+    page = (ROOT / "docs" / "runner.md").read_text().split("error: 3 problems:", 1)[1].split("```", 1)[0]
+    shown = [line.strip().removesuffix("...").rstrip() for line in page.strip().splitlines()]
+    lines = [line.strip() for line in said.splitlines() if line.startswith("  typos.yaml:")]
+    assert "error: 3 problems:" in said and len(lines) == len(shown) == 3, said
+    assert all(line.startswith(want.rstrip(", ")) for line, want in zip(lines, shown, strict=True)), said
+
+
+def _status_page_renamed(text: str, ctx: Context) -> str:
+    """The page's port is the machine's to share: a free one; the runner namespace is the test's."""
+    from tests.world.process import free_port
+
+    port = str(free_port())
+    return (
+        _registry_renamed(text, ctx)
+        .replace("127.0.0.1:9090", f"127.0.0.1:{port}")
+        .replace("-n lockgate-system", f"-n lockgate-{ctx.suffix}")
+    )
+
+
+def _status_page_check(ctx: Context) -> None:
+    assert any(o.split()[:2] == ["local", "0"] for o in ctx.outputs), ctx.outputs
+
+
+def _notifications_renamed(text: str, ctx: Context) -> str:
+    return _registry_renamed(text, ctx).replace("-n lockgate-system ", f"-n lockgate-{ctx.suffix} ")
+
+
+def _notifications_setup(ctx: Context) -> None:
+    ctx.cluster.kubectl("create", "namespace", f"lockgate-{ctx.suffix}")
+
+
+def _notifications_check(ctx: Context) -> None:
+    """The Secret a provider's secretRef names, with the entry the page says: ``token``."""
+    found = get(ctx.cluster, "secret", "github-token", f"lockgate-{ctx.suffix}")
+    assert found is not None and set(found["data"]) == {"token"}, found
+
+
 GIVEN: dict[str, Given] = {
     "README.md": Given(rename=_readme_renamed, setup=_readme_setup, check=_readme_check),
     "docs/images.md": Given(setup=_images_setup, check=_images_check),
     "docs/promotion.md": Given(rename=_promotion_renamed, before=_promotion_before, check=_promotion_check),
+    "docs/notifications.md": Given(
+        rename=_notifications_renamed, setup=_notifications_setup, check=_notifications_check
+    ),
+    "docs/status-page.md": Given(rename=_status_page_renamed, check=_status_page_check),
+    "docs/runner.md": Given(rename=_registry_renamed, check=_runner_check),
+    "docs/registries.md": Given(rename=_registries_renamed, setup=_registries_setup, check=_registries_check),
 }
 
 
@@ -474,3 +571,39 @@ def test_make_world_prints_where_lockgate_is() -> None:
     assert "kubectl" in printed and "lockgate" in printed, lines
     ran = subprocess.run([printed["lockgate"], "--version"], capture_output=True, text=True, timeout=60)
     assert ran.returncode == 0 and ran.stdout.startswith("lockgate "), ran
+
+
+def test_the_status_page_has_one_port_in_every_page() -> None:
+    """The README said 8090 where docs/status-page.md and the reference say 9090 (issue 36, Low):
+    every status page address and port-forward in the pages names the same port."""
+    said: dict[str, set[str]] = {}
+    for path in READ:
+        text = path.read_text()
+        for match in re.finditer(
+            r"statusPage[^\n]*?address:? *\"?[\w.]*:(\d+)|address: \"127\.0\.0\.1:(\d+)\"[^\n]*page"
+            r"|port-forward deploy/lockgate (\d+)|Listen address of the status page[^\n]*?:(\d+)",
+            text,
+        ):
+            port = next(group for group in match.groups() if group)
+            said.setdefault(port, set()).add(_relative(path) if path.is_relative_to(ROOT) else str(path))
+    assert len(said) == 1, said
+
+
+#: pages whose commands all need what this test cannot give, and the test that runs them instead
+NO_RUNNABLE = {
+    "docs/gitlab.md": "its one command verifies a GitLab-signed artifact (keyless, GitLab's issuer): "
+    "test_gitlab_identity.py signs one with the local Sigstore stack and verifies it so",
+}
+
+
+def test_every_page_with_commands_runs_at_least_one() -> None:
+    """A page whose every command is marked ``not run`` can drift from the product unseen
+    (issue 36's acceptance): each runs one block here, or says in ``NO_RUNNABLE`` why not."""
+    idle = [
+        _relative(path)
+        for path in DOCUMENTS
+        if any(b.language in COMMAND_LANGUAGES for b in blocks(path.read_text(), _relative(path)))
+        and not any(b.kind in ("run", "soak") for b in blocks(path.read_text(), _relative(path)))
+    ]
+    assert sorted(set(idle) - set(NO_RUNNABLE)) == [], "pages whose commands are never run"
+    assert sorted(set(NO_RUNNABLE) - set(idle)) == [], "NO_RUNNABLE names a page that runs a block now"
