@@ -78,23 +78,36 @@ def metric_ready(port: int, sync: str) -> bool:
     )
 
 
-def publish_with_act(world: World, hello_ref: str, env: dict[str, str]) -> tuple[str, str] | None:
-    """The CI half as users run it: act runs this repository's publish.yml (the real
-    action.yml) on a Git repository holding release 2 of examples/hello; returns (digest, sha)."""
-    keys = world.directory / "demo-keys"
-    repo = world.directory / "hello-repo"
-    shutil.rmtree(repo, ignore_errors=True)
+def _hello_files(release: int) -> dict[str, str]:
     files = {
         f"deploy/{p.relative_to(ROOT / 'examples' / 'hello')}": p.read_text()
         for p in sorted((ROOT / "examples" / "hello").rglob("*"))
         if p.is_file()
     }
-    files["deploy/config.yaml"] = files["deploy/config.yaml"].replace("release 1", "release 2")
-    sha = act.make_repo(repo, files, [act.WORKFLOWS / "publish.yml"])
+    files["deploy/config.yaml"] = files["deploy/config.yaml"].replace("release 1", f"release {release}")
+    return files
+
+
+def hello_repo(world: World) -> Path:
+    """hello's Git repository, as on GitHub: release 1 committed, its origin on github.com, so
+    every release of it (release 1 pushed from it here, release 2 by act) names a GitHub commit
+    and gets its commit status (a push from elsewhere would name none, and serve would warn)."""
+    repo = world.directory / "hello-repo"
+    shutil.rmtree(repo, ignore_errors=True)
+    act.make_repo(repo, _hello_files(1), [act.WORKFLOWS / "publish.yml"])
     # act derives github.repository from the origin remote (nothing is fetched from it)
     subprocess.run(
         ["git", "-C", str(repo), "remote", "add", "origin", f"https://github.com/{DEMO_REPO}.git"], check=True
     )
+    return repo
+
+
+def publish_with_act(world: World, hello_ref: str, env: dict[str, str]) -> tuple[str, str] | None:
+    """The CI half as users run it: act runs this repository's publish.yml (the real
+    action.yml) on hello's Git repository with release 2 committed; returns (digest, sha)."""
+    keys = world.directory / "demo-keys"
+    repo = world.directory / "hello-repo"
+    sha = act.make_repo(repo, _hello_files(2), [act.WORKFLOWS / "publish.yml"])
     run = act.run_workflow(
         repo,
         ".github/workflows/publish.yml",
@@ -123,7 +136,7 @@ def serve_demo(world: World, env: dict[str, str], verify_args: list[str], ref: s
     assert world.cluster is not None
     step("lockgate serve: two syncs (demo, and hello which dependsOn demo), webhooks, metrics")
     hello_ref = ref.replace("/podinfo:latest", "/hello:latest")
-    if push_signed(ROOT / "examples" / "hello", hello_ref, verify_args, env) is None:
+    if push_signed(hello_repo(world) / "deploy", hello_ref, verify_args, env) is None:
         return 1
     token = secrets.token_hex(16)
     world.cluster.kubectl("create", "namespace", "lockgate-system", check=False)

@@ -51,14 +51,15 @@ def copy(
     SRC and DST are oci://REGISTRY/REPO[:TAG|@DIGEST] or oci-layout://DIR[:TAG|@DIGEST]
     (an OCI image layout directory, created when absent). Content already at DST is skipped,
     so an interrupted copy is completed by running it again."""
-    from lockgate import progress, registry
+    from lockgate import interrupt, progress, registry
     from lockgate.registry import copy as copying
 
     src_ref, dst_ref = registry.parse(source), registry.parse(destination)
     options = copying.CopyOptions(
         tags=tuple(t for item in tags for t in item.split(",") if t), semver=semver
     )
-    with progress.shown(quiet=quiet):
+    # SIGTERM as Ctrl-C: an interrupted copy says what it wrote (lockgate.interrupt)
+    with interrupt.raising(), progress.shown(quiet=quiet):
         result = copying.copy(
             registry.RegistryClient.for_reference(
                 src_ref,

@@ -87,6 +87,9 @@ class CheckoutInfo:
     ref_name: str | None  #: the branch, else a tag exactly at HEAD
     sha: str
     commit_time: int
+    #: ``git status --porcelain`` lines of the path: what differs from the commit (untracked
+    #: files included, ignored ones not); empty for a clean path
+    uncommitted: tuple[str, ...] = ()
 
 
 def strip_userinfo(url: str) -> str:
@@ -290,6 +293,12 @@ class Repository:
         status, out, _ = self._git("remote", "get-url", remote)
         return out.strip() if status == 0 else ""
 
+    def uncommitted(self, path: Path) -> tuple[str, ...]:
+        """``git status --porcelain`` lines of ``path`` (modified, staged, deleted and untracked
+        files; not ignored ones): what a pack of it holds beyond, or without, its commit."""
+        out = self._check("status", "--porcelain", "--untracked-files=all", "--", str(self._from_root(path)))
+        return tuple(line.rstrip() for line in out.splitlines() if line.strip())
+
     def tracked_changes(self) -> str:
         """``git status --porcelain`` for tracked files: "" when the work tree is clean."""
         return self._check("status", "--porcelain", "--untracked-files=no").strip()
@@ -458,6 +467,7 @@ def read_checkout(path: Path, *, per_path: bool = False) -> CheckoutInfo | None:
                 ref_name=repo.branch() or repo.exact_tag(),
                 sha=sha,
                 commit_time=when,
+                uncommitted=repo.uncommitted(Path(path.name) if path.is_file() else Path(".")),
             )
         except GitError:
             return None

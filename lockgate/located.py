@@ -95,3 +95,41 @@ def documents(text: str, file: str) -> list[Document]:
     finally:
         loader.dispose()
     return found
+
+
+def line_maps(text: str, file: str) -> list[dict[Path, int]]:
+    """The line of every key and item of each document of ``text``, in order (empty documents
+    included), for a reader that loads the values itself (the image automation files). Same
+    checks as ``documents``: the bounds first, a key written twice is a ``UsageError`` naming
+    file:line."""
+    bounded.scan_yaml(text, file, error=UsageError)
+    loader = yaml.SafeLoader(text)
+    found: list[dict[Path, int]] = []
+    try:
+        while loader.check_node():
+            node = loader.get_node()
+            if node is None:
+                continue
+            lines: dict[Path, int] = {}
+            _walk(node, (), lines, file)
+            found.append(lines)
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        where = f"{file}:{mark.line + 1}:{mark.column + 1}" if mark else file
+        raise UsageError(f"{where}: invalid YAML: {exc.problem or exc.context}") from None
+    except yaml.YAMLError as exc:
+        raise UsageError(f"{file}: invalid YAML: {exc}") from None
+    finally:
+        loader.dispose()
+    return found
+
+
+def parse_dotted(text: str) -> Path:
+    """``spec.images[0].exclude`` -> ``("spec", "images", 0, "exclude")`` (``dotted`` reversed)."""
+    path: list[str | int] = []
+    for part in text.split("."):
+        name, *indexes = part.split("[")
+        if name:
+            path.append(name)
+        path.extend(int(index.rstrip("]")) for index in indexes if index.rstrip("]").isdigit())
+    return tuple(path)

@@ -173,20 +173,40 @@ def target(f: FieldInfo) -> Any:
 
 
 class Problems:
-    """Every problem found in one document, each as ``file:line: LABEL: field: message``."""
+    """Every problem found in one document, each as ``file:line: LABEL: field: message``.
 
-    def __init__(self, document: Document, label: str = "") -> None:
+    ``lenient``: ``decode`` still builds what it can (see ``decode``)."""
+
+    def __init__(self, document: Document, label: str = "", *, lenient: bool = False) -> None:
         self.document = document
         self.label = label
+        self.lenient = lenient
         self.messages: list[str] = []
+        #: the field path of each problem, in the order found
+        self.paths: list[Path] = []
 
     def add(self, path: Path, message: str) -> None:
         where = f"{self.document.file}:{self.document.line_of(path)}"
         parts = [where, *([self.label] if self.label else []), *([dotted(path)] if path else []), message]
         self.messages.append(": ".join(parts))
+        self.paths.append(path)
 
     def raise_if_any(self) -> None:
         raise_all(self.messages)
+
+
+_WHERE = re.compile(r"^(.*?):(\d+):")
+
+
+def in_file_order(messages: list[str]) -> list[str]:
+    """``messages`` sorted by the ``file:line:`` they start with (stable: one line's problems keep
+    the order they were found in; messages without a line come last)."""
+
+    def key(message: str) -> tuple[int, str, int]:
+        found = _WHERE.match(message)
+        return (0, found.group(1), int(found.group(2))) if found else (1, "", 0)
+
+    return sorted(messages, key=key)
 
 
 def raise_all(messages: list[str]) -> None:
@@ -205,7 +225,12 @@ BAD: Any = _Bad()
 
 
 def decode(cls: type[T], value: Any, problems: Problems, path: Path = ()) -> T | None:
-    """``value`` as a ``cls``; None (with the reasons in ``problems``) when it is not one."""
+    """``value`` as a ``cls``; None (with the reasons in ``problems``) when it is not one.
+
+    With ``problems.lenient`` what can be built is: an unknown field or a field whose value is
+    wrong is left at its default, a list or mapping keeps its good items; only a required field
+    missing or wrong gives None. The checks that follow decoding can then run on the rest of
+    the document, so a file's problems are found in one round."""
     result = _value(cls, None, value, problems, path)
     return None if result is BAD else typing.cast(T, result)
 
@@ -234,18 +259,39 @@ def _object(cls: type, value: Any, problems: Problems, path: Path) -> Any:
     built: dict[str, Any] = {}
     for f in declared:
         raw = value.get(f.meta.name)
+        decoded = BAD
         if raw is None:
-            if f.meta.required:
-                if f.meta.name not in suggested:  # else the misspelling's message says it
-                    problems.add((*path, f.meta.name), "required field is missing")
-                ok = False
-            continue
-        decoded = _value(f.type, f.meta, raw, problems, (*path, f.meta.name))
-        if decoded is BAD:
-            ok = False
+            if not f.meta.required:
+                continue
+            if f.meta.name not in suggested:  # else the misspelling's message says it
+                problems.add((*path, f.meta.name), "required field is missing")
+            else:
+                problems.paths.append((*path, f.meta.name))
         else:
+            decoded = _value(f.type, f.meta, raw, problems, (*path, f.meta.name))
+        if decoded is not BAD:
             built[f.attribute] = decoded
-    return cls(**built) if ok else BAD
+            continue
+        ok = False
+        if problems.lenient and f.meta.required:
+            placeholder = _placeholder(f)
+            if placeholder is BAD:
+                return BAD
+            built[f.attribute] = placeholder
+    if ok or problems.lenient:
+        return cls(**built)
+    return BAD
+
+
+def _placeholder(f: FieldInfo) -> Any:
+    """What a lenient decode puts in a required field it could not read: a value of its type
+    (the problem is reported already), or BAD when there is no such value."""
+    if f.default is not None and f.default is not dataclasses.MISSING:
+        return f.default
+    tp = strip_optional(f.type)
+    if get_origin(tp) is tuple:
+        return ()
+    return {str: "", bool: False, int: 0, float: 0.0}.get(tp, BAD)
 
 
 def _value(tp: Any, meta: Meta | None, value: Any, problems: Problems, path: Path) -> Any:
@@ -262,6 +308,8 @@ def _value(tp: Any, meta: Meta | None, value: Any, problems: Problems, path: Pat
             return BAD
         (item_type, _) = get_args(tp)
         items = [_value(item_type, meta, item, problems, (*path, i)) for i, item in enumerate(value)]
+        if problems.lenient:
+            return tuple(item for item in items if item is not BAD)
         return BAD if any(item is BAD for item in items) else tuple(items)
     if origin is dict:
         if not isinstance(value, dict):
@@ -272,6 +320,8 @@ def _value(tp: Any, meta: Meta | None, value: Any, problems: Problems, path: Pat
             str(key): _scalar(item_type, None, item, problems, (*path, str(key)))
             for key, item in value.items()
         }
+        if problems.lenient:
+            return {key: item for key, item in entries.items() if item is not BAD}
         return BAD if any(item is BAD for item in entries.values()) else entries
     if origin is Literal:
         choices = get_args(tp)

@@ -80,3 +80,15 @@ def os_error_message(exc: OSError) -> tuple[str, ExitCode]:
     if exc.errno in _PATH_ERRNOS:
         return f"{message}; check the path and its permissions", ExitCode.USAGE
     return message, ExitCode.FAILURE
+
+
+def umask() -> int:
+    """The process umask, read without setting it (``os.umask`` would race other threads)."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as status:
+            for line in status:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError):
+        pass
+    return 0o777  # unknown: as if every bit were masked (owner-only is the safe failure)

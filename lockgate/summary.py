@@ -155,3 +155,8 @@ def summarise(text: str, limit: int = 200) -> str:
                 return _clip(out, limit)
             out += counted
     return out
+
+
+def counted(number: int, noun: str, plural: str = "") -> str:
+    """``1 object``, ``2 objects``: a count with its noun in the right number."""
+    return f"{number} {noun if number == 1 else plural or noun + 's'}"

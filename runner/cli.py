@@ -19,7 +19,7 @@ from pathlib import Path
 import click
 from click.core import ParameterSource
 
-from lockgate import registry, terminal, tlsflags
+from lockgate import interrupt, registry, terminal, tlsflags
 from lockgate.artifact import limits
 from lockgate.errors import Abandoned, LockgateError, UsageError
 from lockgate.output import output_option
@@ -175,7 +175,10 @@ def reconcile(
                 click.echo(published, err=True)
     else:
         if not url or not name:
-            raise UsageError("reconcile needs an oci:// URL and --name (or --config FILE)")
+            raise UsageError(
+                "reconcile needs a URL (oci://REGISTRY/REPO:TAG, where oci:// may be left out as in "
+                "every command, or oci-layout://DIR:TAG) and --name (or --config FILE)"
+            )
         verify = VerifyOptions(
             key=verify_key,
             identity=verify_identity,
@@ -235,19 +238,39 @@ def reconcile(
     notifier = notify.one_shot(kubeconfig, cluster=cluster, context=context)
     if any(sync.notify for sync in syncs):  # a notification given up is logged to stderr
         log_mod.configure("text", level=logging.WARNING)
-    if config_path is not None and not dry_run:
-        # the CronJob mode: each pass under its sync's Lease, as ``serve`` runs them
-        keeper = leases.LeaseKeeper.from_kubeconfig(kubeconfig, context=context)
+    # Ctrl-C and SIGTERM stop a pass at its next write or health check, recorded as abandoned
+    # (exit 12), as serve's shutdown does; the syncs after it are not started
+    with interrupt.graceful() as interrupts:
+        if config_path is not None and not dry_run:
+            # the CronJob mode: each pass under its sync's Lease, as ``serve`` runs them
+            keeper = leases.LeaseKeeper.from_kubeconfig(kubeconfig, context=context)
 
-        def one(sync: pipeline.SyncOptions) -> Result:
-            def run(hook: Callable[[Result], None] | None) -> Result:
-                return leases.reconcile(keeper, sync, kubeconfig=kubeconfig, context=context, applying=hook)
+            def one(sync: pipeline.SyncOptions) -> Result:
+                def run(hook: Callable[[Result], None] | None) -> Result:
+                    return leases.reconcile(
+                        keeper,
+                        sync,
+                        kubeconfig=kubeconfig,
+                        context=context,
+                        applying=hook,
+                        guard=interrupts.guard,
+                    )
 
-            return notifier.around(sync, run)
+                return notifier.around(sync, run)
 
-        results = [one(sync) for sync in syncs]
-    else:
-        results = [pipeline.reconcile(sync, kubeconfig=kubeconfig, context=context) for sync in syncs]
+        else:
+
+            def one(sync: pipeline.SyncOptions) -> Result:
+                return pipeline.reconcile(
+                    sync, kubeconfig=kubeconfig, context=context, guard=interrupts.guard
+                )
+
+        results = []
+        for sync in syncs:
+            if interrupts.stopping:
+                results.append(Result(name=sync.name, skipped="not started: the command was interrupted"))
+                continue
+            results.append(one(sync))
     notifier.flush()
     if output == "json":
         docs = [r.to_json() for r in results]

@@ -85,7 +85,10 @@ def _build_options(func: F) -> F:
                 help="Pack files holding a private key (refused by default).",
             ),
             click.option(
-                "--strict", is_flag=True, help="A plain (unencrypted) Secret is an error, not a warning."
+                "--strict",
+                is_flag=True,
+                help="A plain (unencrypted) Secret, and for push uncommitted changes, are errors, "
+                "not warnings.",
             ),
             click.option(
                 "--max-ratio",
@@ -232,6 +235,11 @@ def build(path: str, out: Path | None, output: str, quiet: bool, **flags: Any) -
     type=click.Path(path_type=Path, exists=True, dir_okay=False),
     help="Sigstore client trust config of a private Sigstore (--sign keyless).",
 )
+@click.option(
+    "--refuse-dirty",
+    is_flag=True,
+    help="Refuse uncommitted changes under PATH (else a warning and a dev.lockgate.vcs.modified annotation).",
+)
 @_output
 @_build_options
 @_registry_options
@@ -248,6 +256,7 @@ def push(
     key_path: Path | None,
     identity_token: str | None,
     trust_config: Path | None,
+    refuse_dirty: bool,
     output: str,
     creds: str | None,
     insecure: bool,
@@ -258,7 +267,7 @@ def push(
     _require_push_arguments(args, each)
     from action.artifacts import push as push_mod
     from action.artifacts import signer as signer_mod
-    from lockgate import progress
+    from lockgate import interrupt, progress
     from lockgate.artifact import manifest
 
     options = push_mod.PushOptions(
@@ -268,12 +277,14 @@ def push(
         annotations=manifest.parse_annotations(annotations),
         extra_tags=tags,
         build=_build(**flags, creds=creds, insecure=insecure),
+        refuse_dirty=refuse_dirty or bool(flags["strict"]),
     )
     sign = signer_mod.SignOptions(
         mode=sign_mode, key_path=key_path, token=identity_token, trust_config=trust_config
     )
     try:
-        with progress.shown(quiet=quiet):
+        # SIGTERM as Ctrl-C: an interrupted push says what it wrote (lockgate.interrupt)
+        with interrupt.raising(), progress.shown(quiet=quiet):
             results = push_mod.push_targets(
                 args,
                 each=each,

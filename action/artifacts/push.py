@@ -9,6 +9,7 @@ and the manifest is put under the tag and any extra tags.
 from __future__ import annotations
 
 import glob
+import logging
 import tempfile
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import ExitStack, contextmanager
@@ -20,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 from action.artifacts import layer as layer_mod
 from action.artifacts import signer as signer_mod
 from action.artifacts import source as source_mod
-from lockgate import progress, registry
+from lockgate import interrupt, progress, registry
 from lockgate.artifact import manifest, metadata, pack
 from lockgate.errors import ExitCode, LockgateError, RenderError, UsageError
 
@@ -28,6 +29,7 @@ if TYPE_CHECKING:
     from lockgate.signing.sign import SignedArtifact
 
 ClientFactory = Callable[["registry.Reference"], "registry.RegistryClient"]
+log = logging.getLogger("lockgate.push")
 
 
 class Status(Enum):
@@ -45,6 +47,8 @@ class PushOptions:
     build: source_mod.BuildOptions = field(default_factory=source_mod.BuildOptions)
     #: sign the pushed digest (``--sign key|keyless``); also when the push was unchanged
     signer: signer_mod.Signer | None = None
+    #: refuse a checkout with uncommitted changes under the path (``--strict``, the Action)
+    refuse_dirty: bool = False
 
 
 @dataclass(frozen=True)
@@ -60,6 +64,8 @@ class PushResult:
     packed: bool = False
     #: the ``org.opencontainers.image.revision`` annotation pushed, when there is one
     revision: str | None = None
+    #: the checkout's uncommitted changes under the path (``git status --porcelain``)
+    uncommitted: tuple[str, ...] = ()
 
     @property
     def url(self) -> str:
@@ -77,6 +83,8 @@ class PushResult:
             "path": self.path,
             "revision": self.revision,
         }
+        if self.uncommitted:
+            value["uncommitted"] = list(self.uncommitted)
         if self.signed is not None:
             value["signed"] = self.signed.to_json()
         return value
@@ -94,13 +102,39 @@ def build_layer(path: str, dest: Path, options: source_mod.BuildOptions) -> pack
         )
 
 
-def plan(
-    path: str, layer_digest: str, layer_size: int, options: PushOptions, *, per_path: bool = False
-) -> manifest.Built:
+def provenance(path: str, options: PushOptions, *, per_path: bool = False) -> metadata.Provenance:
+    """Where ``path`` comes from; uncommitted changes under it are refused with
+    ``options.refuse_dirty``, else warned about (the annotation records them)."""
     origin = Path.cwd() if path == "-" else Path(path)
-    provenance = metadata.detect(
+    found = metadata.detect(
         origin, source=options.source, revision=options.revision, created=options.created, per_path=per_path
     )
+    if path == "-":
+        return metadata.Provenance(found.source, found.revision, found.created)  # not the tree's content
+    if found.uncommitted:
+        shown = ", ".join(found.uncommitted[:5]) + (
+            f" and {len(found.uncommitted) - 5} more" if len(found.uncommitted) > 5 else ""
+        )
+        said = (
+            f"{path}: the checkout has uncommitted changes there ({shown}), so the artifact is not "
+            f"the content of {found.revision}, the revision it would be pushed under"
+        )
+        if options.refuse_dirty:
+            raise UsageError(
+                f"{said}; commit them first (refused by --strict or --refuse-dirty; the Action's "
+                "allow-dirty: true pushes it, annotated)"
+            )
+        log.warning(
+            'warning: %s; it is annotated %s: "true" (commit them first, or --strict to refuse)',
+            said,
+            metadata.MODIFIED,
+        )
+    return found
+
+
+def plan(
+    provenance: metadata.Provenance, layer_digest: str, layer_size: int, options: PushOptions
+) -> manifest.Built:
     annotations = {**provenance.annotations(), **options.annotations}
     return manifest.build(layer_digest, layer_size, annotations)
 
@@ -123,6 +157,16 @@ class Prepared:
     tree: layer_mod.Tree
     built: manifest.Built
     per_path: bool
+    provenance: metadata.Provenance
+
+
+@contextmanager
+def _refused_before_pushing() -> Iterator[None]:
+    """A layer over the runners' ratio, refused while packing, is named as push refuses it."""
+    try:
+        yield
+    except pack.RatioTooHigh as exc:
+        raise pack.RatioTooHigh(exc.root, exc.ratio, exc.max_ratio, stopped="pushed") from None
 
 
 @contextmanager
@@ -133,6 +177,7 @@ def prepared(
     _check_target(target, options)
     with (
         tempfile.TemporaryDirectory(prefix="lockgate-push-") as tmp,
+        _refused_before_pushing(),
         layer_mod.prepare(path, options.build, Path(tmp) / "artifact.tgz") as tree,
     ):
         if options.signer is not None:
@@ -140,12 +185,56 @@ def prepared(
             # name another layer the registry holds (an older release); the tree is packed, and
             # a cache entry that disagrees is dropped
             tree.layer()
-        built = plan(path, tree.digest, tree.size, options, per_path=per_path)
-        yield Prepared(path, target, tree, built, per_path)
+        found = provenance(path, options, per_path=per_path)
+        built = plan(found, tree.digest, tree.size, options)
+        yield Prepared(path, target, tree, built, per_path, found)
+
+
+@dataclass
+class Written:
+    """What one push has written so far, to say it when the push is interrupted."""
+
+    blobs: int = 0
+    tags: list[str] = field(default_factory=list)
+    signed: bool = False
+
+    def describe(self, target: registry.Reference, tags: Sequence[str], signing: bool) -> str:
+        """``written: ...; not written: ...`` of an interrupted push of ``target``."""
+        written = [f"{self.blobs} blob(s)"] if self.blobs else []
+        written += [f"tag {tag}" for tag in self.tags]
+        missing = [f"tag {tag}" for tag in tags if tag not in self.tags]
+        if signing and not self.signed:
+            missing.append("the signature")
+        said = f"written to {target.name}: {', '.join(written) or 'nothing'}"
+        if missing:
+            said += f"; not written: {', '.join(missing)}"
+            if not self.tags:
+                said += " (the tag still names what it named before: nothing half-pushed is reachable)"
+        return said
 
 
 def upload(item: Prepared, client: registry.RegistryClient, options: PushOptions) -> PushResult:
-    """Send what ``prepared`` made: the blobs the registry lacks, the manifest, tags, signature."""
+    """Send what ``prepared`` made: the blobs the registry lacks, the manifest, tags, signature.
+
+    Ctrl-C or SIGTERM (``lockgate.interrupt.raising``) is an ``Interrupted`` error saying what
+    was written and what was not; the tag is written after the blobs, so it never names an
+    incomplete artifact."""
+    written = Written()
+    assert item.target.tag is not None  # checked by prepared
+    tags = (item.target.tag, *options.extra_tags)
+    try:
+        return _upload(item, client, options, written)
+    except KeyboardInterrupt as stop:
+        said = written.describe(item.target, tags, options.signer is not None)
+        raise interrupt.Interrupted(
+            f"{item.path}: interrupted by {interrupt.which(stop)}: {said}; run the same push again "
+            "to finish it (what the registry has is not sent again)"
+        ) from None
+
+
+def _upload(
+    item: Prepared, client: registry.RegistryClient, options: PushOptions, written: Written
+) -> PushResult:
     target, tree, built, path = item.target, item.tree, item.built, item.path
     assert target.tag is not None  # checked by prepared
     repo = target.repository
@@ -159,12 +248,13 @@ def upload(item: Prepared, client: registry.RegistryClient, options: PushOptions
                 repo, built.config_blob, digest=built.manifest.config.digest, size=len(built.config_blob)
             )
             uploaded += 1
+            written.blobs += 1
         if not client.blob_exists(repo, tree.digest):
             planned = tree.digest
             layer = tree.layer()
             if layer.digest != planned:
                 # planned from the build cache: the bytes uploaded decide, if ever they differ
-                built = plan(path, layer.digest, layer.size, options, per_path=item.per_path)
+                built = plan(item.provenance, layer.digest, layer.size, options)
             task = progress.current().task("uploading", total=layer.size)
             with open(layer.path, "rb") as stream:
                 try:
@@ -174,15 +264,30 @@ def upload(item: Prepared, client: registry.RegistryClient, options: PushOptions
                 finally:
                     task.finish()
             uploaded += 1
+            written.blobs += 1
         client.put_manifest(repo, target.tag, built.content, built.manifest.media_type)
+    written.tags.append(target.tag)
     for tag in options.extra_tags:
         if client.head_manifest(repo, tag) != built.digest:
             client.put_manifest(repo, tag, built.content, built.manifest.media_type)
             status = Status.PUSHED
+        written.tags.append(tag)
     packed = tree.packed is not None
     signed = options.signer.sign(target, built.digest, client) if options.signer is not None else None
+    written.signed = True
     revision = built.manifest.annotations.get(metadata.REVISION)
-    return PushResult(target, built.digest, status, uploaded, tags, path, signed, packed, revision)
+    return PushResult(
+        target,
+        built.digest,
+        status,
+        uploaded,
+        tags,
+        path,
+        signed,
+        packed,
+        revision,
+        item.provenance.uncommitted,
+    )
 
 
 def push(
@@ -271,6 +376,14 @@ def push_each(
         for index, item in enumerate(ready):
             try:
                 results.append(upload(item, client_for(item.target), options))
+            except interrupt.Interrupted as stopped:
+                left = [p.path for p in ready[index + 1 :]]
+                done = "".join(f"\n    {r.status.value} {r.reference}@{r.digest}" for r in results)
+                raise interrupt.Interrupted(
+                    f"{stopped.message}"
+                    + (f"\n  {len(results)} pushed before it:{done}" if results else "")
+                    + (f"\n  not attempted: {', '.join(left)}" if left else "")
+                ) from None
             except LockgateError as exc:
                 if not results:
                     raise
@@ -301,15 +414,21 @@ def push_targets(
 
     The signer is made before anything is pushed (see ``signer.prepare``).
     """
-    options = replace(options, signer=signer_mod.prepare(sign))
-    if each is not None:
-        if len(args) != 1:
-            raise UsageError(
-                "with --each give only the target: lockgate push --each 'apps/*' oci://REG/{name}:TAG"
-            )
-        return push_each(each, args[0], client_for, options)
-    if len(args) != 2:
-        raise UsageError("usage: lockgate push PATH oci://REGISTRY/REPO:TAG")
-    ref = registry.parse(args[1])
-    # the same revision rule as --each: a directory's revision is its last commit
-    return [push(args[0], ref, client_for(ref), options, per_path=True)]
+    try:
+        options = replace(options, signer=signer_mod.prepare(sign))
+        if each is not None:
+            if len(args) != 1:
+                raise UsageError(
+                    "with --each give only the target: lockgate push --each 'apps/*' oci://REG/{name}:TAG"
+                )
+            return push_each(each, args[0], client_for, options)
+        if len(args) != 2:
+            raise UsageError("usage: lockgate push PATH oci://REGISTRY/REPO:TAG")
+        ref = registry.parse(args[1])
+        # the same revision rule as --each: a directory's revision is its last commit
+        return [push(args[0], ref, client_for(ref), options, per_path=True)]
+    except KeyboardInterrupt as stop:
+        # an upload says what it wrote itself (``upload``): this one came before any
+        raise interrupt.Interrupted(
+            f"interrupted by {interrupt.which(stop)} while packing and checking: nothing was pushed"
+        ) from None

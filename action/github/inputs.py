@@ -63,6 +63,13 @@ INPUTS: tuple[Spec, ...] = (
     Spec("render", "Render a kustomization or Helm chart before packing (push, diff).", _FLAG, "false"),
     Spec("values", "Helm values files for render, one a line.", _LIST),
     Spec(
+        "allow-dirty",
+        "push: push uncommitted changes under path (warned, annotated dev.lockgate.vcs.modified); "
+        "refused by default.",
+        _FLAG,
+        "false",
+    ),
+    Spec(
         "sign",
         "Sign the pushed digest: keyless, key or none (sign: keyless unless key is set).",
         _CHOICE,

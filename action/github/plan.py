@@ -106,6 +106,9 @@ def _push(inputs: Inputs, env: Mapping[str, str], workdir: Path, files: dict[Pat
         if inputs.text(name):
             argv += [f"--{name}", inputs.text(name)]
     argv += _build_flags(inputs)
+    if not inputs.flag("allow-dirty"):
+        # what CI publishes is what was committed: a step that changed the tree is refused
+        argv.append("--refuse-dirty")
     mode = inputs.text("sign")
     if mode == "key":
         inputs.require("key", "push", "sign: key signs with it")

@@ -129,6 +129,19 @@ def _objects_table(result: Mapping[str, Any]) -> list[str]:
     return [line, "", *(_table(("Object", "Action", "Changes"), rows) if rows else [])]
 
 
+def _uncommitted(row: Mapping[str, Any]) -> str:
+    """The warning for a push of a path with uncommitted changes (``allow-dirty``)."""
+    changes = list(row.get("uncommitted") or [])
+    shown = ", ".join(f"`{c}`" for c in changes[:10]) + (
+        f" and {len(changes) - 10} more" if len(changes) > 10 else ""
+    )
+    return (
+        f"**Warning:** `{row.get('path')}` had uncommitted changes ({shown}): the artifact is not the "
+        f"content of `{row.get('revision')}`, the revision it was pushed under; it is annotated "
+        '`dev.lockgate.vcs.modified: "true"`.'
+    )
+
+
 def summary(command: str, result: Result) -> str:
     """The Job Summary markdown for ``command``'s result; for ``preview``, the very text of its
     pull-request comment."""
@@ -154,6 +167,9 @@ def summary(command: str, result: Result) -> str:
                 for row in rows
             ],
         )
+        for row in rows:
+            if row.get("uncommitted"):
+                lines += ["", _uncommitted(row)]
     elif command in ("sign", "verify"):
         lines += _table(
             ("Artifact", "Digest", "Signer", "Mode"),
@@ -237,6 +253,11 @@ def annotate(
                 title=title,
             )
         )
+    if command == "push" and result is not None and failure(result) is None:
+        for row in result if isinstance(result, list) else [result]:
+            if isinstance(row, dict) and row.get("uncommitted"):
+                said = _uncommitted(row).replace("**Warning:** ", "").replace("`", "")
+                found.append(Annotation("warning", said, title=title))
     if command == "images-update" and isinstance(result, dict):
         for automation in result.get("automations", []):
             for problem in automation.get("problems", []):

@@ -4,8 +4,10 @@ Flux users keep ``ImageRepository``, ``ImagePolicy`` and ``ImageUpdateAutomation
 in Git; lockgate reads those same files (any ``image.toolkit.fluxcd.io`` version) so a
 scheduled CI job can replace the two controllers. Users without Flux write one compact
 ``lockgate.dev/v1alpha1`` ``ImageAutomation`` (see ``native.py``), which expands into the
-same model (``model.py``). Every validation error names the file, the document index and the field
-path; all errors of a run are reported together. Reading is I/O; checking is pure.
+same model (``model.py``). Every validation error names the file, the line, the document index
+and the field path; all errors of a run are reported together, in file order, the checks
+across documents (a policy naming a missing repository) with the documents' own. Reading is
+I/O; checking is pure.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from typing import Any
 from action.images import files, known, native, policy
 from action.images.fields import Fields, Where
 from action.images.model import Automation, Config, ImagePolicy, ImageRepository, NamespacedName, Object
-from lockgate import bounded
+from lockgate import bounded, located, model
 from lockgate.errors import UsageError
 
 FLUX_GROUP = "image.toolkit.fluxcd.io"
@@ -100,23 +102,30 @@ _FLUX_KINDS: dict[str, Callable[[Fields, NamespacedName], Object]] = {
 
 
 def parse_documents(path: str, text: str) -> tuple[list[Object], list[str]]:
-    """Objects of the kinds we read from one file's text, and problems; pure."""
+    """Objects of the kinds we read from one file's text, and problems; pure.
+
+    An object is returned even when its document has problems (they are reported), so the
+    checks across documents (``assemble``) run in the same round; one without a name is not."""
     try:
-        docs = [doc for _, doc in bounded.yaml_documents(text, path, error=UsageError)]
+        docs = bounded.yaml_documents(text, path, error=UsageError)
+        lines = located.line_maps(text, path)
     except bounded.LimitExceeded as exc:
         return [], [exc.message]
     except UsageError as exc:
+        if ": invalid YAML: " not in exc.message:
+            return [], [exc.message]  # a key written twice, naming its line
         # "path:line:column: invalid YAML: ..." -> "path: cannot be parsed as YAML: line:column: ..."
         where, _, problem = exc.message.removeprefix(path).lstrip(":").partition(": invalid YAML: ")
         return [], [f"{path}: cannot be parsed as YAML: {where}: {problem}" if problem else exc.message]
     objects: list[Object] = []
     problems: list[str] = []
-    for index, doc in enumerate(docs):
+    for index, (start, doc) in enumerate(docs):
         if not isinstance(doc, dict):
             continue
         api, kind = str(doc.get("apiVersion", "")), str(doc.get("kind", ""))
         group, _, version = api.partition("/")
-        f = Fields(doc, Where(path, index))
+        # the same documents in the same order (both loaders are PyYAML's, empty ones kept)
+        f = Fields(doc, Where(path, index, start, lines[index] if len(lines) == len(docs) else {}))
         if group == FLUX_GROUP and kind in _FLUX_KINDS:
             if version not in FLUX_VERSIONS:
                 f.fail(
@@ -127,15 +136,16 @@ def parse_documents(path: str, text: str) -> tuple[list[Object], list[str]]:
                 f.string("metadata.namespace") or "default", f.string("metadata.name", required=True)
             )
             for problem in known.unknown_fields(doc, known.FLUX[kind]):
-                f.problems.append(f"{f.where}: {problem}")
+                f.problems.append(f"{f.where.at(problem.split(': ', 1)[0])}: {problem}")
             built = _FLUX_KINDS[kind](f, key)
-            objects.append(built)
+            if key.name:
+                objects.append(built)
         elif api == NATIVE_API and kind == "ImageAutomation":
             for problem in known.unknown_fields(doc, known.IMAGE_AUTOMATION):
-                f.problems.append(f"{f.where}: {problem}")
-            objects.extend(native.expand(f))
+                f.problems.append(f"{f.where.at(problem.split(': ', 1)[0])}: {problem}")
+            objects.extend(obj for obj in native.expand(f) if obj.key.name)
         problems.extend(f.problems)
-    return (objects if not problems else []), problems
+    return objects, problems
 
 
 def assemble(objects: list[Object]) -> tuple[Config, list[str]]:
@@ -150,14 +160,16 @@ def assemble(objects: list[Object]) -> tuple[Config, list[str]]:
             continue
         table: dict[NamespacedName, Any] = repositories if isinstance(obj, ImageRepository) else policies
         if obj.key in table:
+            where = obj.where.at("metadata.name") if obj.where else ""
             problems.append(
-                f"{obj.where}: duplicate {type(obj).__name__} {obj.key} (first in {table[obj.key].where})"
+                f"{where}: duplicate {type(obj).__name__} {obj.key} (first in {table[obj.key].where})"
             )
         table[obj.key] = obj
     for pol in policies.values():
         if pol.repository not in repositories:
+            where = pol.where.at("spec.imageRepositoryRef") if pol.where else ""
             problems.append(
-                f"{pol.where}: spec.imageRepositoryRef: ImageRepository {pol.repository} not found "
+                f"{where}: spec.imageRepositoryRef: ImageRepository {pol.repository} not found "
                 f"(ImagePolicy {pol.key})"
             )
     return Config(repositories, policies, tuple(automations)), problems
@@ -181,5 +193,7 @@ def load(root: Path, *, paths: list[Path] | None = None) -> Config:
     config, link_problems = assemble(objects)
     problems.extend(link_problems)
     if problems:
-        raise ConfigError(problems)
+        # every problem of the run at once (each document's and those across documents), in
+        # the files' order, as a reader fixes them
+        raise ConfigError(model.in_file_order(problems))
     return config

@@ -1,7 +1,8 @@
 """Typed access to one configuration document, collecting errors that name their field.
 
 ``config`` and ``native`` read documents through ``Fields`` so that every problem reads
-``<file>: document <n>: <field path>: <what is wrong>`` and a run reports all of them at
+``<file>:<line>: document <n>: <field path>: <what is wrong>`` (the line of the field,
+or of its nearest written parent) and a run reports all of them at
 once instead of stopping at the first. Pure: no I/O.
 """
 
@@ -12,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from action.images import policy
-from lockgate import goregex
+from lockgate import goregex, located
 
 _MISSING = object()
 
@@ -49,11 +50,34 @@ class LabelSelector:
 
 @dataclass(frozen=True)
 class Where:
+    """A document of a file, and where its fields were written (``file:line: document N``)."""
+
     file: str
     document: int  #: 0-based index of the document in its file
+    #: the document's first line (0: not known)
+    line: int = 0
+    #: the line of each key and item, by path (``lockgate.located.line_maps``)
+    lines: Mapping[located.Path, int] = field(default_factory=dict, compare=False, hash=False, repr=False)
 
     def __str__(self) -> str:
-        return f"{self.file}: document {self.document + 1}"  # people count from one
+        # people count documents from one
+        return (
+            f"{self.file}:{self.line}: document {self.document + 1}"
+            if self.line
+            else (f"{self.file}: document {self.document + 1}")
+        )
+
+    def at(self, path: str) -> str:
+        """``file:line: document N`` of the field ``path`` (``spec.images[0].exclude``), or of
+        its nearest written parent."""
+        if not self.line:
+            return str(self)
+        wanted = located.parse_dotted(path)
+        for end in range(len(wanted), 0, -1):
+            found = self.lines.get(wanted[:end])
+            if found is not None:
+                return f"{self.file}:{found}: document {self.document + 1}"
+        return str(self)
 
 
 class Fields:
@@ -64,7 +88,7 @@ class Fields:
         self.problems: list[str] = []
 
     def fail(self, path: str, message: str) -> None:
-        self.problems.append(f"{self.where}: {self.prefix}{path}: {message}")
+        self.problems.append(f"{self.where.at(self.prefix + path)}: {self.prefix}{path}: {message}")
 
     def raw(self, path: str) -> Any:
         node: Any = self.doc

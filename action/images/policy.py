@@ -26,7 +26,7 @@ from typing import Literal
 from action.images import gocompat
 from lockgate import goregex
 from lockgate.errors import ResolveError, UsageError
-from lockgate.semver import constraints, highest_in_range
+from lockgate.semver import constraints, highest_in_range, in_range_descending
 from lockgate.semver import version as semver
 
 DEFAULT_EXCLUSION_LIST: tuple[str, ...] = (r"^.*\.sig$",)
@@ -71,7 +71,8 @@ class Selection:
     """The elected tag and what led to it."""
 
     tag: str
-    candidates: int  #: tags the ordering considered (after exclusion and filter)
+    #: tags the policy could elect (after exclusion and filter; for semver, those in the range)
+    candidates: int
 
 
 def describe(choice: Choice, tag_filter: TagFilter | None = None) -> str:
@@ -206,7 +207,15 @@ def select(
     if not listed:
         raise NoLatestError("no tags in database")
     if tag_filter is None:
-        return Selection(tag=latest(choice, listed), candidates=len(listed))
+        return Selection(tag=latest(choice, listed), candidates=_eligible(choice, listed))
     mapping = filter_tags(listed, tag_filter)
     elected = latest(choice, sorted(mapping))
-    return Selection(tag=mapping[elected], candidates=len(mapping))
+    return Selection(tag=mapping[elected], candidates=_eligible(choice, sorted(mapping)))
+
+
+def _eligible(choice: Choice, versions: Sequence[str]) -> int:
+    """How many of ``versions`` the policy could elect: for semver, those its range admits
+    (a tag that is no version, or outside the range, is no candidate); every one otherwise."""
+    if not isinstance(choice, SemverChoice):
+        return len(versions)
+    return len(in_range_descending(constraints.Constraints.parse(choice.range), versions))

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Protocol
 
-from lockgate import progress
+from lockgate import paths, progress
 from lockgate.artifact import gz
 from lockgate.artifact.limits import Limits as Limits
 from lockgate.errors import LockgateError, RenderError, UsageError, VerificationError
@@ -150,7 +150,7 @@ def extract(layer: IO[bytes], target: Path, limits: Limits | None = None) -> Ext
     try:
         result = _extract_into(layer, staging, limits)
         # mkdtemp made it 0700; the result gets what `flux pull` gives: 0755 less the umask
-        staging.chmod(0o755 & ~_umask())
+        staging.chmod(0o755 & ~paths.umask())
         if target.exists():
             target.rmdir()
         staging.rename(target)
@@ -260,15 +260,3 @@ def _write_all(fd: int, data: bytes) -> None:
     view = memoryview(data)
     while view:
         view = view[os.write(fd, view) :]
-
-
-def _umask() -> int:
-    """The process umask, read without setting it (``os.umask`` would race other threads)."""
-    try:
-        with open("/proc/self/status", encoding="ascii") as status:
-            for line in status:
-                if line.startswith("Umask:"):
-                    return int(line.split()[1], 8)
-    except (OSError, ValueError):
-        pass
-    return 0o777  # unknown: chmod everything, as if every bit were masked

@@ -4,7 +4,9 @@ Defaults come from GitHub Actions' environment, else from the Git checkout holdi
 path (read through the ``lockgate.git`` seam), as Flux writes them: ``<branch|tag>@sha1:<sha>``.
 ``created`` is taken from ``SOURCE_DATE_EPOCH``, else the commit time, else the epoch: never
 the wall clock unless asked for with ``now``, so the same commit always gives the same
-manifest digest.
+manifest digest. A revision read from a checkout whose path has uncommitted changes names a
+commit whose content the artifact is not: ``Provenance.uncommitted`` lists them and the
+``dev.lockgate.vcs.modified: "true"`` annotation records it.
 """
 
 from __future__ import annotations
@@ -24,6 +26,10 @@ if TYPE_CHECKING:
 CREATED = "org.opencontainers.image.created"
 SOURCE = "org.opencontainers.image.source"
 REVISION = "org.opencontainers.image.revision"
+#: set to "true" when the content was packed from a checkout with uncommitted changes under
+#: the path, so the revision names a commit whose content it is not; Go's build information
+#: calls the same fact ``vcs.modified`` (``go version -m``), hence the name
+MODIFIED = "dev.lockgate.vcs.modified"
 EPOCH = "1970-01-01T00:00:00Z"
 
 
@@ -32,6 +38,8 @@ class Provenance:
     source: str | None
     revision: str | None
     created: str
+    #: the checkout's uncommitted changes under the path, when the revision came from it
+    uncommitted: tuple[str, ...] = ()
 
     def annotations(self) -> dict[str, str]:
         values = {CREATED: self.created}
@@ -39,6 +47,8 @@ class Provenance:
             values[SOURCE] = self.source
         if self.revision:
             values[REVISION] = self.revision
+        if self.uncommitted:
+            values[MODIFIED] = "true"
         return values
 
 
@@ -79,6 +89,8 @@ def detect(
     """Explicit values win; then GitHub Actions; then the Git checkout; ``created`` as described above."""
     env = os.environ if env is None else env
     found: list[git.CheckoutInfo | None] = []
+    # only a revision read from the checkout can misname the content (a given one is the caller's)
+    uncommitted: tuple[str, ...] = ()
 
     def checkout() -> git.CheckoutInfo | None:
         # the seam (and GitPython) is loaded only when a value is still missing: not for
@@ -100,6 +112,7 @@ def detect(
         info = checkout() if (per_path or not in_actions) else None
         if info is not None:
             revision = revision_string(ref_name or info.ref_name, info.sha)
+            uncommitted = info.uncommitted
         elif in_actions:
             revision = revision_string(ref_name, env["GITHUB_SHA"])
     if created is not None:
@@ -113,4 +126,4 @@ def detect(
         stamp = rfc3339(info.commit_time)
     else:
         stamp = EPOCH
-    return Provenance(source=source, revision=revision, created=stamp)
+    return Provenance(source=source, revision=revision, created=stamp, uncommitted=uncommitted)

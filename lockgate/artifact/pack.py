@@ -326,7 +326,19 @@ _READ_AHEAD = tarfile.RECORDSIZE
 
 
 class RatioTooHigh(UsageError):
-    """The layer compresses better than runners extract by default (a decompression bomb?)."""
+    """The layer compresses better than runners extract by default (a decompression bomb?).
+
+    ``stopped`` says what did not happen: "written" for ``build``, "pushed" for ``push``."""
+
+    def __init__(self, root: Path, ratio: float, max_ratio: float, *, stopped: str = "written") -> None:
+        super().__init__(
+            f"{root}: the layer compresses {ratio:,.0f}:1, over the {max_ratio:g}:1 runners "
+            "extract (lockgate pull and reconcile --max-ratio, a Sync's spec.maxRatio), so every one "
+            f"of them would refuse it as a decompression bomb; nothing was {stopped}. If the files are "
+            "meant to compress this well, pass a higher --max-ratio here and give the runners the "
+            "same limit"
+        )
+        self.root, self.ratio, self.max_ratio = root, ratio, max_ratio
 
 
 def write(
@@ -418,13 +430,7 @@ def _write(
 
 def _check_ratio(root: Path, ratio: float, limits: Limits) -> None:
     if ratio > limits.max_ratio:
-        raise RatioTooHigh(
-            f"{root}: the layer compresses {ratio:,.0f}:1, over the {limits.max_ratio:g}:1 runners "
-            "extract (lockgate pull and reconcile --max-ratio, a Sync's spec.maxRatio), so every one "
-            "of them would refuse it as a decompression bomb; nothing was pushed. If the files are "
-            "meant to compress this well, pass a higher --max-ratio here and give the runners the "
-            "same limit"
-        )
+        raise RatioTooHigh(root, ratio, limits.max_ratio)
 
 
 def _copy(handle: IO[bytes], gzw: gz.GzipWriter, size: int, entry: Entry) -> None:

@@ -8,6 +8,8 @@ present on one side only has ``ABSENT`` on the other (one notion of "not there" 
 whole tree). The values of a Secret's ``data``/``stringData`` never leave this module:
 they are compared, then replaced by Flux's masks (``*** (before)``, ``*** (after)``); so
 is any change holding a value that is secret by origin (``secret_values``), in any kind.
+Quantities are compared by value (``quantity``): ``cpu: 1000`` and the server's ``"1k"`` are
+one value.
 
 Why a hand walk and not deepdiff: on a 5,000-object drift pass deepdiff was about 15 times
 slower, and slower again when asked to match list items by name (``bench/bench_diff.py``).
@@ -21,7 +23,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
-from lockgate.diff import secret_values
+from lockgate.diff import quantity, secret_values
 from lockgate.diff.normalize import normalise
 from lockgate.diff.secret_values import SecretValues
 
@@ -114,7 +116,18 @@ def _flat(value: Any) -> bool:
     )
 
 
-def _walk(before: Any, after: Any, path: str, out: list[FieldChange], *, item: bool = False) -> None:
+def _walk(
+    before: Any,
+    after: Any,
+    path: str,
+    out: list[FieldChange],
+    *,
+    item: bool = False,
+    holds_quantities: bool = False,
+    is_quantity: bool = False,
+) -> None:
+    """``holds_quantities``: the values of this mapping are quantities; ``is_quantity``: this value
+    is one (``quantity``: two spellings of one value are no change)."""
     if before is after:
         return
     # a map of plain values that appears or goes (labels, annotations, data) reads best key by
@@ -125,7 +138,14 @@ def _walk(before: Any, after: Any, path: str, out: list[FieldChange], *, item: b
         after = {}
     if isinstance(before, dict) and isinstance(after, dict):
         for key in sorted(before.keys() | after.keys(), key=str):
-            _walk(before.get(key, ABSENT), after.get(key, ABSENT), child(path, key), out)
+            _walk(
+                before.get(key, ABSENT),
+                after.get(key, ABSENT),
+                child(path, key),
+                out,
+                holds_quantities=key in quantity.PARENTS,
+                is_quantity=holds_quantities or key in quantity.FIELDS,
+            )
     elif isinstance(before, list) and isinstance(after, list):
         key = _list_key(before, after)
         if key is not None:
@@ -139,7 +159,7 @@ def _walk(before: Any, after: Any, path: str, out: list[FieldChange], *, item: b
                 _walk(b, a, f"{path}[{index}]", out)
         elif before != after:
             out.append(FieldChange(path, before, after))
-    elif before != after:
+    elif before != after and not (is_quantity and quantity.same(before, after)):
         out.append(FieldChange(path, before, after))
 
 
@@ -215,8 +235,14 @@ def _content(obj: Mapping[str, Any]) -> dict[str, Any]:
 def is_drifted(live: Mapping[str, Any], desired: Mapping[str, Any]) -> bool:
     """Flux's drift rule on normalised objects: labels, annotations or content outside metadata differ."""
     before, after = normalise(dict(live)), normalise(dict(desired))
-    return (
-        _meta(before, "labels") != _meta(after, "labels")
-        or _meta(before, "annotations") != _meta(after, "annotations")
-        or _content(before) != _content(after)
-    )
+    if _meta(before, "labels") != _meta(after, "labels"):
+        return True
+    if _meta(before, "annotations") != _meta(after, "annotations"):
+        return True
+    old, new = _content(before), _content(after)
+    if old == new:
+        return False
+    # different text may still be one value (a quantity the server spells its own way)
+    changes: list[FieldChange] = []
+    _walk(old, new, "", changes)
+    return bool(changes)

@@ -191,9 +191,10 @@ class Tree:
         with self.directory(path) as fd:
             return os.listdir(fd)
 
-    def write_atomic(self, path: PurePath, chunks: Iterable[bytes]) -> None:
+    def write_atomic(self, path: PurePath, chunks: Iterable[bytes], *, mode: int = 0o644) -> None:
         """Write ``chunks`` to a new file beside ``path`` and rename it over ``path`` once whole
-        (its directory made when missing). A chunk iterator that raises leaves nothing."""
+        (its directory made when missing), with ``mode`` (the caller takes the umask off). A
+        chunk iterator that raises leaves nothing."""
         with self.directory(path.parent, create=True) as fd:
             temp = f".{path.name}.{secrets.token_hex(6)}"
             out = os.open(
@@ -204,6 +205,7 @@ class Tree:
                     for chunk in chunks:
                         handle.write(chunk)
                     handle.flush()
+                    os.fchmod(handle.fileno(), mode)
                     os.fsync(handle.fileno())
                 os.replace(temp, path.name, src_dir_fd=fd, dst_dir_fd=fd)
             except BaseException:

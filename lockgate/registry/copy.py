@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from lockgate import progress, semver
+from lockgate import interrupt, progress, semver
 from lockgate.errors import ResolveError, UsageError, VerificationError
 from lockgate.registry import oci
 from lockgate.registry.client import RegistryClient
@@ -172,14 +172,35 @@ def copy(
         raise UsageError(f"DST {destination_ref}: one tag cannot name the {len(chosen)} artifacts selected")
     result = CopyResult(str(source_ref), str(destination_ref))
     walk = _Walk(source, source_ref.repository, destination, destination_ref.repository, result, options)
-    for tag, digest in chosen:
-        walk.tree(digest)
-        cosign_tags, referrers = walk.attached_tree(digest)
-        target_tag = destination_ref.tag or tag
-        if target_tag:
-            walk.tag(target_tag, digest)
-        result.artifacts.append(CopiedArtifact(digest, target_tag, cosign_tags, referrers))
+    try:
+        for tag, digest in chosen:
+            walk.tree(digest)
+            cosign_tags, referrers = walk.attached_tree(digest)
+            target_tag = destination_ref.tag or tag
+            if target_tag:
+                walk.tag(target_tag, digest)
+            result.artifacts.append(CopiedArtifact(digest, target_tag, cosign_tags, referrers))
+    except KeyboardInterrupt as stop:
+        pending = [destination_ref.tag or tag or digest for tag, digest in chosen[len(result.artifacts) :]]
+        raise interrupt.Interrupted(interrupted(result, pending, interrupt.which(stop))) from None
     return result
+
+
+def interrupted(result: CopyResult, pending: list[str], signal_name: str) -> str:
+    """What an interrupted copy wrote to the destination and what it did not (pure)."""
+    written = (
+        f"{result.copied('blob')} blob(s) ({result.bytes_copied:,} bytes), "
+        f"{result.copied('manifest')} manifest(s) and {result.copied('tag')} tag(s)"
+    )
+    done = [a.tag or a.digest for a in result.artifacts]
+    lines = [f"interrupted by {signal_name}: written to {result.destination}: {written}"]
+    if done:
+        lines.append(f"complete, with their signatures and referrers: {', '.join(done)}")
+    lines.append(
+        f"not written: {', '.join(pending)} (a tag is written last, so nothing at the destination "
+        "names an incomplete artifact); run the same copy again to complete it (what is there is skipped)"
+    )
+    return "\n  ".join(lines)
 
 
 class _Walk:

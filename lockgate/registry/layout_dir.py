@@ -12,7 +12,9 @@ looks: a blob goes to a temporary file in ``blobs/<alg>/`` and is renamed once i
 checks, and ``index.json`` is replaced by rename (under a lock on the directory) only after
 the content it names is in place. Every file is reached through a ``beneath.Tree``: a
 Sync's layout is confined to the root its Runner allows, so no symlink in it leads a read
-or an attestation's write anywhere else; the command line's tree is ``/``. Referrers are
+or an attestation's write anywhere else; the command line's tree is ``/``. Files get the
+process umask as oras writes them (blobs 0444, the index 0644 under umask 022), so another
+user (the runner) can read the layout. Referrers are
 found as oras finds them in a layout: the manifests listed in ``index.json`` whose
 ``subject`` is the digest (``put_manifest`` by digest lists a manifest untagged), plus a
 tag-schema fallback index if one was copied in.
@@ -29,6 +31,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, Any
 
+from lockgate import paths
 from lockgate.errors import ResolveError, VerificationError
 from lockgate.registry import oci
 from lockgate.registry.beneath import Tree
@@ -132,7 +135,7 @@ class LayoutStore(RegistryClient):
             yield
 
     def _replace(self, name: str, data: bytes) -> None:
-        self.tree.write_atomic(self.root / name, [data])
+        self.tree.write_atomic(self.root / name, [data], mode=_file_mode(0o666))
 
     def _list(self, ref: str, entry: Descriptor) -> None:
         """Point the tag ``ref`` at ``entry`` (or list a digest untagged) in ``index.json``."""
@@ -214,7 +217,7 @@ class LayoutStore(RegistryClient):
             if hasher.hexdigest() != expected:
                 raise VerificationError(f"{path}: the bytes written hash to {algorithm}:{hasher.hexdigest()}")
 
-        self.tree.write_atomic(path, checked())
+        self.tree.write_atomic(path, checked(), mode=_file_mode(0o444))
         self._count("write")
 
     # -- manifests --------------------------------------------------------------------------
@@ -310,6 +313,14 @@ def _artifact_type(value: Any) -> str | None:
     if isinstance(config, dict) and isinstance(config.get("mediaType"), str):
         return str(config["mediaType"])
     return None
+
+
+def _file_mode(mode: int) -> int:
+    """``mode`` less the umask, as oras writes a layout: blobs 0444 (content-addressed, never
+    rewritten in place), ``index.json`` and ``oci-layout`` 0666, so 0444 and 0644 under umask
+    022 and the non-root runner can read a layout an operator copied (temporary files are
+    created 0600). The owner can always read what it wrote."""
+    return (mode & ~paths.umask()) | (mode & 0o600)
 
 
 def _encode(value: Any) -> bytes:

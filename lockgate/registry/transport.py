@@ -126,6 +126,17 @@ class Transport:
                     self._probe = scheme is None
         return self._base_url
 
+    def _unreachable_hint(self, own: bool) -> str:
+        """What to check when the registry does not answer: ``--insecure`` only where it would
+        change something (a loopback registry is tried over https, then plain http, already)."""
+        if not own:
+            return "check the address and the network"
+        if is_loopback_host(self.host):
+            return "check the address and that the registry runs (https and plain http were both tried)"
+        if self._base_url.startswith("http://"):
+            return "check the address and the network (plain http was used, as --insecure asks)"
+        return "check the address, the network, and --insecure for plain-http registries"
+
     def counted(self) -> dict[str, int]:
         """A copy of ``counts`` (requests sent per lower-case verb), safe while other threads send."""
         with self._count_lock:
@@ -212,7 +223,7 @@ class Transport:
                         where = f"{origins.shown(url)} (named by registry {self.host})"
                     raise RegistryError(
                         f"cannot reach {where} ({method} {_path(url)}): {_reason(exc)}; "
-                        "check the address, the network, and --insecure for plain-http registries"
+                        + self._unreachable_hint(own)
                     ) from None
                 time.sleep(self.retry.delay(attempt, None))
                 attempt += 1

@@ -34,7 +34,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from lockgate.errors import LockgateError, UsageError, VerificationError
+from lockgate.errors import (
+    AuthError,
+    LockgateError,
+    RegistryError,
+    ResolveError,
+    UsageError,
+    VerificationError,
+)
 from lockgate.registry import Reference, RegistryClient, parse
 from lockgate.registry.cache import RegistryCache
 from lockgate.signing import keys, layout, statement, store
@@ -542,8 +549,11 @@ def verify_attestation(
     except LockgateError as exc:
         if isinstance(exc, VerificationError):
             raise
-        raise VerificationError(
-            f"cannot verify the attestations of {ref}: {exc.message}; refusing it"
+        # refused all the same, with the cause's exit code as ``verify`` gives it: an unreachable
+        # registry is 9, a tag not found 7, refused credentials 3, in every command
+        cause = type(exc) if isinstance(exc, RegistryError | AuthError | ResolveError) else VerificationError
+        raise cause(
+            f"cannot verify the attestations of {ref}: {exc.message}; refusing it (verification fails closed)"
         ) from exc
     matching = [a for a in found.attestations if a.predicate_type == predicate_type]
     if matching:

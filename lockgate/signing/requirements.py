@@ -75,7 +75,6 @@ def evaluate(
     if requirement.predicate_type != HEALTHY:
         return _evaluate_other(requirement, found)
     if requirement.quorum is not None:
-
         counted = quorum.tally(
             requirement.quorum,
             found,
@@ -84,7 +83,12 @@ def evaluate(
             known=known,
             signers=attest.policy_source(requirement.policy),
         )
-        return Verdict(counted.met, counted.reason, remaining=counted.remaining, excluded=counted.refused)
+        said = (
+            f"{requirement.describe()}: healthy in {', '.join(counted.healthy)}"
+            if counted.met
+            else counted.reason
+        )
+        return Verdict(counted.met, said, remaining=counted.remaining, excluded=counted.refused)
     mine = [a for a in found.attestations if a.predicate.get("cluster") == requirement.cluster]
     failing = [a for a in mine if a.predicate_type == UNHEALTHY]
     if failing:
@@ -119,7 +123,13 @@ def evaluate(
         return Verdict(
             False, f"waiting for {requirement.describe()}: {format_duration(left)} left", remaining=left
         )
-    return Verdict(True)
+    first = min(healthy, key=lambda a: parse_time(a.predicate.get("healthyAt")) or now)
+    return Verdict(True, f"{requirement.describe()}: healthy since {timestamp(min(times))}, {_by(first)}")
+
+
+def _by(item: attest.Attestation) -> str:
+    """Who signed an attestation and where it is stored, for the line that says what admitted a digest."""
+    return f"attested by {item.signer} ({item.manifest_digest})"
 
 
 def _evaluate_other(requirement: Requirement, found: Found) -> Verdict:
@@ -127,7 +137,7 @@ def _evaluate_other(requirement: Requirement, found: Found) -> Verdict:
     if requirement.cluster:
         typed = [a for a in typed if a.predicate.get("cluster") == requirement.cluster]
     if typed:
-        return Verdict(True)
+        return Verdict(True, f"{requirement.describe()}: {_by(typed[0])}")
     why = f"waiting for {requirement.describe()}: no such attestation"
     refused = found.refusals_about(requirement.predicate_type, requirement.cluster)
     if refused:

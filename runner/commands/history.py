@@ -85,11 +85,11 @@ def status_(
 @_OUTPUT
 def sync(name: str, namespace: str | None, kubeconfig: Path | None, context: str | None, output: str) -> None:
     """Ask lockgate serve for a pass now (retrying a digest that was rolled back from)."""
-    at = status.request(name, namespace=namespace, kubeconfig=kubeconfig, context=context)
+    asked = status.request(name, namespace=namespace, kubeconfig=kubeconfig, context=context)
     if output == "json":
-        click.echo(json.dumps({"name": name, "requestedAt": at}, indent=2))
+        click.echo(json.dumps({"name": name, "requestedAt": asked.at, "servedBy": asked.served_by}, indent=2))
         return
-    terminal.echo(f"sync {name}: requested at {at}; lockgate serve runs it within seconds")
+    terminal.echo(asked.describe(name))
 
 
 @click.command("rollback")

@@ -66,7 +66,10 @@ def write(
     found = attest.read(client, ref.repository, digest, KeyPolicy(key.public_key(), "the runner's key"))
     for existing in found.attestations:
         if existing.predicate_type == predicate_type and existing.predicate.get("cluster") == options.cluster:
-            return f"already attested {_word(healthy)} in {options.cluster} ({existing.manifest_digest})"
+            return (
+                f"already attested {_word(healthy)} in {options.cluster}: {existing.manifest_digest} "
+                f"(a referrer of {digest})"
+            )
     predicate = attest.health_predicate(
         cluster=options.cluster,
         sync=sync,
@@ -78,7 +81,9 @@ def write(
     written = attest.attest_with_key(
         ref, key, predicate_type=predicate_type, predicate=predicate, client=client
     )
-    return f"attested {_word(healthy)} in {options.cluster}: {written.stored_at}"
+    # the attestation is a referrer of the artifact, not an artifact: its digest, and whose it is
+    stored = written.stored_at.rpartition("@")[2]
+    return f"attested {_word(healthy)} in {options.cluster}: {stored} (a referrer of {digest})"
 
 
 def _word(healthy: bool) -> str:

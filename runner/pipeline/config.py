@@ -142,7 +142,17 @@ def sync_options(
     )
 
 
-def _decode(doc: located.Document, messages: list[str]) -> SyncDocument | RunnerDocument | None:
+@dataclass(frozen=True)
+class _Decoded:
+    """A document as decoded: whole, or (``wrong`` not empty) with the fields whose problems
+    are already reported left at their defaults, so the other checks can still run on it."""
+
+    value: SyncDocument | RunnerDocument
+    #: the top-level ``spec`` fields (and ``metadata``) that had problems
+    wrong: frozenset[str] = frozenset()
+
+
+def _decode(doc: located.Document, messages: list[str]) -> _Decoded | None:
     value = doc.value
     if not isinstance(value, dict):
         messages.append(
@@ -174,7 +184,49 @@ def _decode(doc: located.Document, messages: list[str]) -> SyncDocument | Runner
         return None
     decoded = model.decode(cls, value, problems)
     messages.extend(problems.messages)
-    return decoded if isinstance(decoded, SyncDocument | RunnerDocument) else None
+    if isinstance(decoded, SyncDocument | RunnerDocument):
+        return _Decoded(decoded)
+    lenient = model.Problems(doc, label, lenient=True)
+    partial = model.decode(cls, value, lenient)
+    wrong = frozenset(_field(path) for path in lenient.paths)
+    if not isinstance(partial, SyncDocument | RunnerDocument) or "metadata" in wrong:
+        return None  # without its name a document cannot be checked against the others
+    return _Decoded(partial, wrong)
+
+
+def _field(path: located.Path) -> str:
+    """``spec.verify`` of ``("spec", "verify", "key")``: what a later check names a problem by."""
+    return located.dotted(path[:2] if path[:1] == ("spec",) else path[:1])
+
+
+def _sync_names(docs: list[located.Document]) -> set[str]:
+    """The names of every Sync document of the file, decoded or not (a dependsOn naming a Sync
+    whose own fields are wrong names a Sync all the same)."""
+    names = set()
+    for doc in docs:
+        value = doc.value if isinstance(doc.value, dict) else {}
+        meta = value.get("metadata")
+        if value.get("kind") == "Sync" and isinstance(meta, dict) and isinstance(meta.get("name"), str):
+            names.add(meta["name"])
+    return names
+
+
+def _unchecked(messages: list[str], wrong: frozenset[str]) -> list[str]:
+    """The later checks' messages about fields that decoded: a field already reported wrong was
+    left at its default, and what a check says about that default would be noise."""
+
+    def about(message: str) -> str:
+        parts = message.split(": ", 3)
+        return parts[2].split()[0] if len(parts) > 2 and parts[2] else ""
+
+    kept = []
+    for message in messages:
+        named = about(message)
+        if not any(
+            named == w or named.startswith((w + ".", w + "[")) or w.startswith(named + ".") for w in wrong
+        ):
+            kept.append(message)
+    return kept
 
 
 def _cycle(graph: dict[str, list[str]]) -> list[str] | None:
@@ -246,11 +298,14 @@ def _across(
     *,
     complete: bool,
     lockdown: RunnerSettings | None = None,
+    named: set[str] | None = None,
 ) -> None:
     """The checks across documents: unique names, dependsOn targets and cycles, one Runner,
     and under ``lockdown`` (a Runner with noCrossNamespaceRefs) dependsOn within a namespace.
 
-    ``complete``: every document decoded, so a dependsOn name not found is really unknown."""
+    ``complete``: the dependsOn names can be checked; ``named`` are the Syncs of the file that
+    did not decode (a dependsOn naming one of them names a Sync)."""
+    named = named or set()
     first: dict[str, syncdoc.SyncEntry] = {}
     for sync in syncs:
         name = sync.value.metadata.name
@@ -282,7 +337,7 @@ def _across(
         )
     for sync in syncs if complete else ():
         for index, dep in enumerate(sync.value.spec.depends_on):
-            if dep.name not in first:
+            if dep.name not in first and dep.name not in named:
                 close = difflib.get_close_matches(dep.name, list(first), n=1)
                 hint = f"; did you mean {close[0]}?" if close else ""
                 path: located.Path = ("spec", "dependsOn", index)
@@ -367,32 +422,40 @@ def parse(data: bytes, name: str, *, dry_run: bool = False, directory: PurePath 
     docs = located.documents(text, name)
     messages: list[str] = []
     syncs: list[syncdoc.SyncEntry] = []
+    wrong: dict[int, frozenset[str]] = {}  # by id of the SyncEntry: fields reported already
     runners: list[tuple[located.Document, RunnerDocument]] = []
     for doc in docs:
         decoded = _decode(doc, messages)
-        if isinstance(decoded, SyncDocument):
-            syncs.append(syncdoc.SyncEntry(doc, decoded))
-        elif isinstance(decoded, RunnerDocument):
-            runners.append((doc, decoded))
+        if decoded is not None and isinstance(decoded.value, SyncDocument):
+            entry = syncdoc.SyncEntry(doc, decoded.value)
+            syncs.append(entry)
+            wrong[id(entry)] = decoded.wrong
+        elif decoded is not None and isinstance(decoded.value, RunnerDocument):
+            runners.append((doc, decoded.value))
+    # every check runs in the same round as the fields' own (what decoded with problems was
+    # kept with those fields at their defaults), so one run lists all of the file's problems
     settings = runners[0][1].spec if runners else None
     lockdown = settings if settings is not None and settings.no_cross_namespace_refs else None
-    _across(syncs, [doc for doc, _ in runners], messages, complete=not messages, lockdown=lockdown)
-    if runners and not messages:
-        _receivers(runners[0][0], runners[0][1].spec, {s.value.metadata.name for s in syncs}, messages)
+    undecoded = _sync_names(docs) - {s.value.metadata.name for s in syncs}
+    _across(syncs, [doc for doc, _ in runners], messages, complete=True, lockdown=lockdown, named=undecoded)
+    if runners:
+        known = {s.value.metadata.name for s in syncs} | undecoded
+        _receivers(runners[0][0], runners[0][1].spec, known, messages)
         _capabilities(runners[0][0], runners[0][1].spec, messages)
     if not messages and not syncs:
         messages.append(f"{name}: no Sync documents")
-    # every document's own checks too, so one run lists all of the file's problems
     runner = runners[0][1].spec if runners else RunnerSettings()
-    for entry, number, why in layoutroots.problems(runner):
+    for root, number, why in layoutroots.problems(runner):
         doc = runners[0][0]
-        at = doc.line_of(("spec", "layoutRoots", entry, "paths", number))
-        messages.append(f"{doc.file}:{at}: Runner: spec.layoutRoots[{entry}].paths[{number}]: {why}")
-    options = [
-        syncdoc.options(sync, runner, dry_run=dry_run, messages=messages, directory=directory)
-        for sync in syncs
-    ]
-    model.raise_all(messages)
+        at = doc.line_of(("spec", "layoutRoots", root, "paths", number))
+        messages.append(f"{doc.file}:{at}: Runner: spec.layoutRoots[{root}].paths[{number}]: {why}")
+    options = []
+    for sync in syncs:
+        own: list[str] = []
+        options.append(syncdoc.options(sync, runner, dry_run=dry_run, messages=own, directory=directory))
+        messages.extend(_unchecked(own, wrong[id(sync)]))
+    # in the file's order, as a reader fixes them
+    model.raise_all(model.in_file_order(messages))
     # where every sync of the file keeps its records: no sync's artifact may take their names
     namespaces = frozenset(runner_namespace(o.namespace) for o in options if o is not None) | {
         runner_namespace(runner.namespace)

@@ -95,6 +95,9 @@ def settings(inventory: Inventory, options: DeleteOptions) -> tuple[deletion.Rec
         recorded = dataclasses.replace(recorded, timeout=options.timeout)
     if inventory.suspended and options.policy is None:
         return recorded, False, "the sync is suspended, and a suspended sync's objects are left (as Flux)"
+    if inventory.deletion is None and not inventory.members and not inventory.digest:
+        # its passes failed before the cluster (they record the attempt, nothing else)
+        return recorded, False, "the sync never applied anything: there are no objects to delete"
     if inventory.deletion is None and options.policy is None:
         return recorded, False, "no deletionPolicy recorded (the sync last ran under an older runner)"
     return recorded, recorded.deletes, f"deletionPolicy {recorded.describe()}"

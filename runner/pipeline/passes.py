@@ -29,6 +29,7 @@ from typing import Any
 from lockgate.diff.changeset import Action, ChangeSet
 from lockgate.errors import Abandoned, HealthError, LockgateError, ShuttingDown, UsageError
 from lockgate.manifests import K8sObject, ObjectKey
+from lockgate.summary import counted
 from runner.inventory import events, store
 from runner.kube.client import Kube
 from runner.kube.discovery import Resource
@@ -207,7 +208,7 @@ class Pass:
     def _summary(self) -> str:
         summary = self.result.changeset.summary()
         if self.result.health:
-            summary += f"; {len(self.result.health)} objects healthy"
+            summary += f"; {counted(len(self.result.health), 'object')} healthy"
         return summary
 
     def _settle(self, health: Summary, *, outcome: Outcome | None = None, message: str = "") -> None:
@@ -372,6 +373,7 @@ class Pass:
                 self.result.digest,
                 attempt.PROGRESSING_REASON,
                 changeset.summary(),
+                verified_by=self.result.verified_by,
             )
             self.inventory.last_attempt = attempt.settle(self.inventory.last_attempt, progressing)
         self._written = self.inventory.document()

@@ -134,6 +134,7 @@ def reconcile(
         result.waiting = fetched.waiting
         result.notes.extend(fetched.notes)
         result.verified_by = fetched.verified_by
+        result.admitted = fetched.admitted
         result.source_url, result.source_revision = fetched.source_url, fetched.source_revision
         if not fetched.objects and not options.prune:
             raise RenderError(

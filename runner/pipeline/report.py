@@ -12,6 +12,7 @@ def table(result: Result) -> str:
         lines.append(f"  source:   {result.url}")
         lines.append(f"  revision: {result.revision}")
         lines.append(f"  verified: {result.verified_by}")
+        lines.extend(f"  admitted: {line}" for line in result.admitted)
     if result.changeset.entries:
         lines.extend("  " + line for line in result.changeset.table().splitlines())
     if result.health:

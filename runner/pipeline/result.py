@@ -52,6 +52,8 @@ class Result:
     previous_waiting: str = ""
     #: the health attestation this pass wrote (or found already written), ``spec.attest``
     attested: str = ""
+    #: what let the digest through ``spec.verify.attestations``: one line per requirement
+    admitted: tuple[str, ...] = ()
     #: drift this pass found and left (``driftDetection.mode: warn``) that differs from what was
     #: reported before: the report (Event, notification); empty when none or already reported
     drift_reported: str = ""
@@ -85,4 +87,5 @@ class Result:
             "notes": list(self.notes),
             "waiting": self.waiting or None,
             "attested": self.attested or None,
+            "admittedBy": list(self.admitted),
         }

@@ -168,6 +168,8 @@ class Fetched:
     waiting: str = ""
     #: what a person should know about the build (``Built.notes``)
     notes: tuple[str, ...] = ()
+    #: the attestations that let the digest through ``spec.verify.attestations``, one per requirement
+    admitted: tuple[str, ...] = ()
     #: the registry client the pass used (its credentials), for writing the pass's attestation
     client: registry.RegistryClient | None = field(default=None, repr=False, compare=False)
 
@@ -268,8 +270,9 @@ def choose(
     spec: SourceSpec,
     client: registry.RegistryClient,
     requirements: tuple[Requirement, ...],
-) -> tuple[registry.Reference, str, str]:
-    """(reference, digest, what a newer version waits for) of the digest to apply.
+) -> tuple[registry.Reference, str, str, tuple[str, ...]]:
+    """(reference, digest, what a newer version waits for, the attestations that admitted it) of
+    the digest to apply.
 
     With a tag (or digest) its digest must meet every requirement; with semver the highest
     version that meets them wins. ``Waiting`` when none does; a digest attested as failing
@@ -290,6 +293,7 @@ def choose(
     now = dt.datetime.now(dt.UTC)  # one instant for every verdict of the pass
     newest: tuple[registry.Reference, str] | None = None  # the highest refused, and its digest
     chosen: tuple[registry.Reference, str] | None = None
+    admitted: tuple[str, ...] = ()
     for candidate in candidates:
         digest = client.resolve(candidate)
         verdicts = check_requirements(
@@ -297,18 +301,19 @@ def choose(
         )
         if all(v.ok for v in verdicts):
             chosen = (candidate, digest)
+            admitted = tuple(v.reason for v in verdicts if v.reason)
             break
         newest = newest or (candidate, digest)
     if newest is None:
         if chosen is None:
             raise ResolveError(f"{ref}: no tag matches the semver range {spec.semver!r}")
-        return chosen[0], chosen[1], ""
+        return chosen[0], chosen[1], "", admitted
     waits, digest = newest
     # every digest it needs was read above: no request is made again, and the verdicts are the same
     verdicts = check_requirements(client, waits.repository, digest, requirements, now=now, reads=reads)
     reason = f"{_revision(waits, digest)}: " + "; ".join(v.reason for v in verdicts if not v.ok)
     if chosen is not None:
-        return chosen[0], chosen[1], reason
+        return chosen[0], chosen[1], reason, admitted
     url = waits.pinned(digest)
     raise Waiting(reason, url=url, digest=digest, revision=_revision(waits, digest))
 
@@ -452,8 +457,9 @@ def fetch(
     if spec.verify_secret_ref is not None:
         policy = _reader(spec, secrets).key_policy(spec.verify_secret_ref)
     waiting = ""
+    admitted: tuple[str, ...] = ()
     if spec.attestations:
-        ref, digest, waiting = choose(spec, client, _requirements(spec, secrets))
+        ref, digest, waiting, admitted = choose(spec, client, _requirements(spec, secrets))
         pinned, signer = _pin(spec, ref.with_digest(digest), client, policy)
         if pinned != digest:
             raise VerificationError(f"{ref} moved to {pinned} while its attestations were checked; retry")
@@ -483,6 +489,7 @@ def fetch(
         notes=rendered.notes,
         source_url=pulled.resolved.manifest.annotations.get(SOURCE_ANNOTATION, ""),
         waiting=waiting,
+        admitted=admitted,
         client=client,
     )
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -65,6 +66,28 @@ def read(
     return store.Listing(inventories=[inventory])
 
 
+@dataclass(frozen=True)
+class Requested:
+    """What ``lockgate sync`` set, and who will answer it."""
+
+    at: str
+    #: the runner namespace of the ``serve`` that runs the sync ("": no ``serve`` ever ran it)
+    served_by: str
+
+    def describe(self, name: str) -> str:
+        if self.served_by:
+            return (
+                f"sync {name}: requested at {self.at}; the lockgate serve running it (runner namespace "
+                f"{self.served_by}) answers within seconds; lockgate status {name} shows the request "
+                "until it has"
+            )
+        return (
+            f"sync {name}: requested at {self.at}; no lockgate serve has run this sync (its passes "
+            "came from lockgate reconcile), so nothing answers the request until one with it in its "
+            "configuration runs; to apply it now: lockgate reconcile --config FILE"
+        )
+
+
 def request(
     name: str,
     *,
@@ -73,8 +96,9 @@ def request(
     kubeconfig: Path | None = None,
     context: str | None = None,
     now: dt.datetime | None = None,
-) -> str:
-    """Ask for a pass of sync ``name`` (``lockgate sync``); returns the requestedAt value set."""
+) -> Requested:
+    """Ask for a pass of sync ``name`` (``lockgate sync``): the requestedAt value set, and
+    whether a ``serve`` runs the sync (the parent records the one that does)."""
     check_name(name)
     ns = runner_namespace(namespace)
     client = _client(kube, kubeconfig, context)
@@ -89,11 +113,7 @@ def request(
         )
     at = shard.micro_time((now or dt.datetime.now(dt.UTC)).timestamp())
     store.request(client, inventory, at)
-    return at
-
-
-def _health(inventory: Inventory) -> str:
-    return inventory.history[0].health.value if inventory.history else history.Summary.UNKNOWN.value
+    return Requested(at, inventory.served_by)
 
 
 def readiness(inventory: Inventory) -> attempt.Readiness:
@@ -101,7 +121,7 @@ def readiness(inventory: Inventory) -> attempt.Readiness:
     return attempt.readiness(
         attempt=inventory.last_attempt,
         held=inventory.held,
-        health=_health(inventory),
+        health=inventory.health,
         revision=inventory.revision or inventory.digest,
         waiting=inventory.waiting,
         legacy_status=str(inventory.last_result.get("status") or ""),
@@ -126,7 +146,6 @@ def history_json(entries: Sequence[history.Entry]) -> list[dict[str, Any]]:
 
 
 def to_json(inventory: Inventory) -> dict[str, Any]:
-    newest = inventory.history[0] if inventory.history else None
     return {
         "name": inventory.name,
         "namespace": inventory.namespace,
@@ -135,10 +154,10 @@ def to_json(inventory: Inventory) -> dict[str, Any]:
         "source": inventory.source,
         "revision": inventory.revision,
         "digest": inventory.digest,
-        "verifiedBy": newest.verified_by if newest else "",
+        "verifiedBy": inventory.verified_by,
         "lastAttempt": attempt_json(inventory.last_attempt),
         "lastResult": {**inventory.last_result, "time": _when(inventory)},
-        "health": _health(inventory),
+        "health": inventory.health,
         "members": len(inventory.members),
         "history": history_json(inventory.history),
         "rejected": list(inventory.rejected),
@@ -186,7 +205,6 @@ def table(listing: store.Listing) -> str:
         ]
     ]
     for inv in listing.inventories:
-        newest = inv.history[0] if inv.history else None
         ready = readiness(inv)
         result, since = _attempted(inv)
         rows.append(
@@ -195,8 +213,8 @@ def table(listing: store.Listing) -> str:
                 ready.status,
                 str(inv.suspended),
                 short(inv.revision or inv.digest) or "-",
-                (newest.verified_by if newest else "") or "-",
-                _health(inv),
+                inv.verified_by or "-",
+                inv.health,
                 result or "-",
                 since or "-",
                 str(len(inv.members)),
@@ -222,7 +240,6 @@ def _block(label: str, text: str) -> list[str]:
 
 def detail(inventory: Inventory) -> str:
     """One sync: readiness and the last attempt with their whole messages, then the history."""
-    newest = inventory.history[0] if inventory.history else None
     ready = readiness(inventory)
     lines = [f"sync {inventory.name} (namespace {inventory.namespace})"]
     lines.extend(_block("ready:", f"{ready.status} ({ready.reason})"))
@@ -234,8 +251,8 @@ def detail(inventory: Inventory) -> str:
         f"  source:    {inventory.source}",
         f"  revision:  {inventory.revision}",
         f"  digest:    {inventory.digest}",
-        f"  verified:  {newest.verified_by if newest else ''}",
-        f"  health:    {_health(inventory)}",
+        f"  verified:  {inventory.verified_by}",
+        f"  health:    {inventory.health}",
         f"  members:   {len(inventory.members)}",
     ]
     last = inventory.last_attempt
@@ -248,7 +265,8 @@ def detail(inventory: Inventory) -> str:
             lines.extend(_block("", last.message))
     else:
         status, summary = inventory.last_result.get("status", ""), inventory.last_result.get("summary", "")
-        lines.append(f"  result:    {status}: {summary}" + (f" ({_when(inventory)})" if newest else ""))
+        when = f" ({_when(inventory)})" if inventory.history else ""
+        lines.append(f"  result:    {status}: {summary}{when}")
     if inventory.waiting:
         lines.append(f"  waiting:   {inventory.waiting}")
     if inventory.drift is not None:

@@ -62,6 +62,13 @@ class SyncEntry:
     def where(self, path: located.Path) -> str:
         return f"{self.document.file}:{self.document.line_of(path)}: {self.label}"
 
+    def file(self, value: str) -> Path:
+        """A file the document names (a key, a trusted root): a relative path is relative to the
+        configuration file's directory, as kustomize reads a kustomization's paths, so the
+        same file works whatever directory lockgate is started from."""
+        path = Path(value)
+        return path if path.is_absolute() else Path(self.document.file).parent / path
+
 
 def _check_source(sync: SyncEntry, messages: list[str]) -> None:
     """``spec.url`` and ``spec.semver`` as a pass reads them, checked now; each error names its field."""
@@ -96,14 +103,14 @@ def _policy(sync: SyncEntry, messages: list[str]) -> Policy | None:
     """The verification policy of ``spec.verify``; a Sync must name one (or skip verification)."""
     verify = sync.value.spec.verify
     options = VerifyOptions(
-        key=Path(verify.key) if verify.key else None,
+        key=sync.file(verify.key) if verify.key else None,
         identity=verify.identity,
         identity_regexp=verify.identity_regexp,
         issuer=verify.issuer,
         issuer_regexp=verify.issuer_regexp,
         github=_pins(verify),
         build=_build_pins(verify),
-        trusted_root=Path(verify.trusted_root) if verify.trusted_root else None,
+        trusted_root=sync.file(verify.trusted_root) if verify.trusted_root else None,
         insecure_skip=verify.insecure_skip,
     )
     if verify.secret_ref is not None:
@@ -328,7 +335,7 @@ def _attestations(
             issuer_regexp=item.issuer_regexp,
             github=_pins(item),
             build=_build_pins(item),
-            trusted_root=Path(spec.verify.trusted_root) if spec.verify.trusted_root else None,
+            trusted_root=sync.file(spec.verify.trusted_root) if spec.verify.trusted_root else None,
         )
         if [item.key is not None, item.secret_ref is not None, keyless.keyless].count(True) != 1:
             messages.append(
@@ -382,7 +389,7 @@ def _attestations(
                 warnings += [f"{where}: {w}" for w in policy_warnings(policy, spelled)]
             if item.key is not None:
                 try:
-                    policy = KeyPolicy.from_file(Path(item.key))
+                    policy = KeyPolicy.from_file(sync.file(item.key))
                 except UsageError as exc:
                     raise UsageError(f"spec.verify.attestations[{number}].key: {exc.message}") from None
         except UsageError as exc:

@@ -65,6 +65,8 @@ class Attempt:
     message: str = ""
     #: the exit code ``lockgate reconcile`` exits with for this outcome
     exit_code: int = 0
+    #: the signer the pass verified ``digest`` with (a waiting pass has no history entry yet)
+    verified_by: str = ""
 
     def same(self, other: Attempt | None) -> bool:
         """Whether ``other`` tells the same outcome (a success of one digest is one outcome,
@@ -82,6 +84,7 @@ class Attempt:
             "reason": self.reason,
             "message": self.message,
             "exitCode": self.exit_code,
+            **({"verifiedBy": self.verified_by} if self.verified_by else {}),
         }
 
     @classmethod
@@ -102,6 +105,7 @@ class Attempt:
             reason=str(doc.get("reason", "")),
             message=str(doc.get("message", "")),
             exit_code=code if isinstance(code, int) else 0,
+            verified_by=str(doc.get("verifiedBy", "")),
         )
 
 

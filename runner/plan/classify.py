@@ -14,7 +14,7 @@ from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Any
 
-from lockgate.diff import fields, secret_values
+from lockgate.diff import fields, quantity, secret_values
 from lockgate.diff.changeset import Action
 from lockgate.diff.fields import FieldChange
 from lockgate.diff.secret_values import SecretValues
@@ -73,12 +73,16 @@ def compare(
     took_over: bool,
     secret: SecretValues = secret_values.NONE,
     ignored: tuple[ignore.Pointer, ...] = (),
+    desired: dict[str, Any] | None = None,
 ) -> Classification:
     """Classify by the object before and after an apply (or its dry run); ``secret``: the
     object's values that are secret by origin, masked in the field changes; ``ignored``: the
-    paths left out of the comparison."""
+    paths left out of the comparison; ``desired``: the object as the manifest writes it, whose
+    spelling of a quantity is shown rather than the server's (``cpu: 1000``, not ``1k``)."""
     if ignored:
         live, after = ignore.without(live, ignored), ignore.without(after, ignored)
+    if desired is not None:
+        after = quantity.spelled_as(after, desired)
     if fields.is_drifted(live, after):
         return Classification(Action.CONFIGURED, fields.field_changes(live, after, secret=secret), took_over)
     if took_over:

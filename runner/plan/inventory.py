@@ -24,10 +24,10 @@ from typing import Any
 from lockgate import bounded
 from lockgate.errors import ApplyError
 from lockgate.manifests import ObjectKey
-from runner.plan import applyset, drift
-from runner.plan.attempt import Attempt, Held
+from runner.plan import applyset, drift, history
+from runner.plan.attempt import Attempt, Held, Result
 from runner.plan.deletion import Recorded
-from runner.plan.history import Entry
+from runner.plan.history import Entry, Summary
 from runner.plan.objects import annotations_of, labels_of
 
 DATA_KEY = "inventory.json.gz"
@@ -37,6 +37,8 @@ REQUESTED_AT = ANNOTATION_PREFIX + "requestedAt"
 #: set by ``serve`` while the configuration it runs suspends the sync (``lockgate sync`` says so)
 SUSPENDED = ANNOTATION_PREFIX + "suspended"
 MANAGED_BY = "app.kubernetes.io/managed-by"
+#: the health of the applied digest while a pass waits for it (beside the history's words)
+PROGRESSING = "Progressing"
 
 
 @dataclass(frozen=True)
@@ -102,6 +104,27 @@ class Inventory:
     def request_pending(self) -> bool:
         """``lockgate sync`` asked for a pass that has not run yet."""
         return bool(self.requested_at) and self.requested_at != self.handled_request
+
+    @property
+    def health(self) -> str:
+        """The health of the revision the parent shows (``digest``), never another digest's:
+        ``Progressing`` while a pass waits for it, else the last verdict of that digest's history
+        entry (``Unknown`` after a pass that was interrupted before it decided), ``Unknown``
+        when the digest has no entry."""
+        last = self.last_attempt
+        if last is not None and last.result is Result.PROGRESSING and last.digest == self.digest:
+            return PROGRESSING
+        entry = history.find(self.history, self.digest) if self.digest else None
+        return entry.health.value if entry is not None else Summary.UNKNOWN.value
+
+    @property
+    def verified_by(self) -> str:
+        """Who signed the revision shown, as its pass verified it ("" when not recorded)."""
+        entry = history.find(self.history, self.digest) if self.digest else None
+        if entry is not None:
+            return entry.verified_by
+        last = self.last_attempt
+        return last.verified_by if last is not None and last.digest == self.digest else ""
 
     @property
     def set_id(self) -> str:

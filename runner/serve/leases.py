@@ -482,15 +482,17 @@ def reconcile(
     kube: Kube | None = None,
     applying: Callable[[Result], None] | None = None,
     context: str | None = None,
+    guard: Callable[[], None] | None = None,
 ) -> Result:
     """One pass under the sync's Lease (``lockgate reconcile --config``, the CronJob mode).
 
     A sync whose Lease another live runner holds is skipped (``Result.skipped``), not run and
-    not failed; a dry run takes no Lease. Never raises ``LockgateError``, as ``reconcile``.
+    not failed; a dry run takes no Lease. ``guard`` is asked before the Lease's own (an
+    interrupted command stops the pass). Never raises ``LockgateError``, as ``reconcile``.
     """
     if options.dry_run:
         return pipeline.reconcile(
-            options, kube=kube, kubeconfig=kubeconfig, context=context, applying=applying
+            options, kube=kube, kubeconfig=kubeconfig, context=context, applying=applying, guard=guard
         )
     taken = _take(keeper, options)
     if isinstance(taken, Result):
@@ -498,9 +500,15 @@ def reconcile(
     namespace, held = taken
     if not isinstance(held, Held):
         return Result(name=options.name, namespace=namespace, skipped=f"held by {held}")
+
+    def both() -> None:
+        if guard is not None:
+            guard()
+        held.guard()
+
     with held:
         return pipeline.reconcile(
-            options, kube=kube, kubeconfig=kubeconfig, context=context, guard=held.guard, applying=applying
+            options, kube=kube, kubeconfig=kubeconfig, context=context, guard=both, applying=applying
         )
 
 

@@ -510,13 +510,16 @@ class Service:
         return token
 
     def _check_tokens(self) -> None:
-        """Refuse to start with a webhook or status page token that is missing or too short; a
-        Secret that cannot be read yet is checked again whenever the token is needed."""
+        """Refuse to start with a webhook or status page token that is missing or too short, or
+        whose Secret does not exist (a ``UsageError``, exit 2, as a receiver's); a Secret that
+        cannot be read yet (the API server away) is checked again whenever the token is needed."""
         ref = self.config.runner.webhook.secret_ref
         if ref is not None:
             reader = secretrefs.SecretReader(self.kube, self.namespace)
             try:
                 data = reader.read(ref, field=WEBHOOK_FIELD)
+            except UsageError:
+                raise
             except LockgateError as exc:
                 log.warning("cannot read the webhook Secret yet", extra={"reason": exc.message})
             else:

@@ -310,7 +310,9 @@ class StageApplier:
             # the real pass takes kubectl's fields over first, so its apply removes those we
             # do not set: show exactly that, field by field
             dry = takeover.predict_after_takeover(live, dry, body, acting, overrides)
-        return classify.compare(live, dry, took_over=took_over, secret=item.secret, ignored=item.ignored)
+        return classify.compare(
+            live, dry, took_over=took_over, secret=item.secret, ignored=item.ignored, desired=body
+        )
 
     def _update(self, item: Desired, res: Resource, live: dict[str, Any]) -> Entry:
         """Apply at once and classify by comparing the answer with the live copy.
@@ -330,7 +332,9 @@ class StageApplier:
             if exc.is_immutable:
                 return self._recreate(item, res, exc)
             raise
-        found = classify.compare(live, after, took_over=took_over, secret=item.secret, ignored=item.ignored)
+        found = classify.compare(
+            live, after, took_over=took_over, secret=item.secret, ignored=item.ignored, desired=body
+        )
         return Entry(item.key, found.action, found.reason, found.changes)
 
     def _create(self, item: Desired, res: Resource) -> Entry:

@@ -279,8 +279,9 @@ def test_image_updates_lands_a_commit_on_the_remote(
 def test_refusals_fail_the_step_with_an_annotation_naming_the_cause(
     registry: Registry, unique: str, tmp_path: Path, action_dir: Path
 ) -> None:
-    """One act run, three jobs that must fail: a manifest error (annotated with file and
-    line), a missing required input, keyless signing in a job without ``id-token: write``."""
+    """One act run, four jobs that must fail: a manifest error (annotated with file and
+    line), a missing required input, keyless signing in a job without ``id-token: write``,
+    a push of a tree a step changed (uncommitted changes, without ``allow-dirty``)."""
     repo = tmp_path / "repo"
     act.make_repo(
         repo,
@@ -298,7 +299,7 @@ def test_refusals_fail_the_step_with_an_annotation_naming_the_cause(
     )
 
     assert run.code != 0, run.tail()
-    for job in ("manifest-error", "missing-input", "keyless-without-id-token"):
+    for job in ("manifest-error", "missing-input", "keyless-without-id-token", "dirty-checkout"):
         assert run.job_result(job) == "failure", run.tail()
     manifest = run.annotations(job="manifest-error")
     assert any(a.get("file") == "broken/bad.yaml" and a.get("line") for a in manifest), manifest
@@ -306,7 +307,9 @@ def test_refusals_fail_the_step_with_an_annotation_naming_the_cause(
     assert any("input `url` is required by command `push`" in m for m in missing), missing
     keyless = [a["message"] for a in run.annotations(job="keyless-without-id-token")]
     assert any("add `permissions: id-token: write`" in m for m in keyless), keyless
-    # all three stopped before pushing anything
+    dirty = [a["message"] for a in run.annotations(job="dirty-checkout")]
+    assert any("uncommitted changes there ( M deploy/web.yaml)" in m for m in dirty), dirty
+    # all four stopped before pushing anything
     client = registry_mod.RegistryClient.for_reference(registry_mod.parse(url))
     assert client.head_manifest(unique, "main") is None
 

@@ -103,6 +103,28 @@ def test_mirror_prune_without_prune_orphans_the_objects(
     assert inventory(kube, "web", runner_ns) is None
 
 
+def test_a_sync_that_never_applied_is_deleted_saying_so(
+    cluster: Cluster, registry: Registry, unique: str, tmp_path: Path
+) -> None:
+    """Its first pass failed before the cluster (a tag that does not exist): the parent records
+    the attempt and nothing else; deleting it says there was nothing to delete, not that it
+    last ran under an older runner (issue 36, Low)."""
+    kube, _, runner_ns = _setup(cluster, unique)
+    url = push_tree(registry, unique, {"all.yaml": dump(configmap("a", "default", {}))})
+    missing = url.rsplit("@", 1)[0].rsplit(":", 1)[0] + ":no-such-tag"
+    config = tmp_path / "lockgate.yaml"
+    write_config(config, [doc("early", missing, runner_ns)])
+    failed = lockgate(cluster, "reconcile", "--config", str(config))
+    assert failed.code == 7, failed.err
+    assert inventory(kube, "early", runner_ns) is not None  # the attempt is recorded
+    done = lockgate(cluster, "delete", "early", "-n", runner_ns)
+    assert done.code == 0, done.err + done.out
+    said = done.out + done.err
+    assert "older runner" not in said, said
+    assert "never applied anything" in said, said
+    assert inventory(kube, "early", runner_ns) is None
+
+
 def test_orphan_leaves_the_objects_for_another_sync_to_take(
     cluster: Cluster, registry: Registry, unique: str, tmp_path: Path
 ) -> None:

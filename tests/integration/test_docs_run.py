@@ -241,7 +241,10 @@ def _promotion_before(kind: str, body: str, ctx: Context) -> None:
 def _promotion_check(ctx: Context) -> None:
     everything, suffix = "\n".join(ctx.outputs), ctx.suffix
     qa = "https://example.com/attestations/qa-approved/v1"
-    assert "attestation: attested healthy in staging: " in everything
+    assert "attestation: attested healthy in staging: sha256:" in everything
+    assert "  admitted: healthy in staging, 3s soak: healthy since " in everything
+    assert f"  admitted: {qa}: attested by key sha256:" in everything
+    assert "1 object healthy" in everything and "1 objects" not in everything
     assert f"waiting for healthy in staging, {SOAK}s soak: " in everything
     assert f"waiting for {qa}: no such attestation" in everything
     assert f"Attested {qa} of " in everything
@@ -468,6 +471,8 @@ def _registries_check(ctx: Context) -> None:
         "1.4.3",
     ]
     assert (ctx.directory / "usb" / "app" / "index.json").is_file()
+    # written as oras writes a layout: the non-root runner, another user, can read it
+    assert (ctx.directory / "usb" / "app" / "index.json").stat().st_mode & 0o044 == 0o044
     live = get(ctx.cluster, "configmap", "app", f"docs-{ctx.suffix}")
     assert live is not None and live["data"] == {"version": "1.4.2"}
 
@@ -501,6 +506,51 @@ def _runner_check(ctx: Context) -> None:
     assert apps is not None and apps["data"] == {"v": "production"}
 
 
+def _runner_typos_check(ctx: Context) -> None:
+    """The configuration example's problems, all at once and by line, as the page shows them."""
+    (said,) = [o for o in ctx.outputs if "problems:" in o]
+    page = (ROOT / "docs" / "runner.md").read_text().split("error: 3 problems:", 1)[1].split("```", 1)[0]
+    shown = [line.strip().removesuffix("...").rstrip() for line in page.strip().splitlines()]
+    lines = [line.strip() for line in said.splitlines() if line.startswith("  typos.yaml:")]
+    assert "error: 3 problems:" in said and len(lines) == len(shown) == 3, said
+    assert all(line.startswith(want.rstrip(", ")) for line, want in zip(lines, shown, strict=True)), said
+
+
+def _status_page_renamed(text: str, ctx: Context) -> str:
+    """The page's port is the machine's to share: a free one; the runner namespace is the test's."""
+    from tests.world.process import free_port
+
+    port = str(free_port())
+    return (
+        _registry_renamed(text, ctx)
+        .replace("127.0.0.1:9090", f"127.0.0.1:{port}")
+        .replace("-n lockgate-system", f"-n lockgate-{ctx.suffix}")
+    )
+
+
+def _status_page_check(ctx: Context) -> None:
+    assert any(o.split()[:2] == ["local", "0"] for o in ctx.outputs), ctx.outputs
+
+
+def _notifications_renamed(text: str, ctx: Context) -> str:
+    return _registry_renamed(text, ctx).replace("-n lockgate-system ", f"-n lockgate-{ctx.suffix} ")
+
+
+def _notifications_setup(ctx: Context) -> None:
+    ctx.cluster.kubectl("create", "namespace", f"lockgate-{ctx.suffix}")
+
+
+def _notifications_check(ctx: Context) -> None:
+    """The Secret a provider's secretRef names, with the entry the page says: ``token``."""
+    found = get(ctx.cluster, "secret", "github-token", f"lockgate-{ctx.suffix}")
+    assert found is not None and set(found["data"]) == {"token"}, found
+
+
+def _runner_both_check(ctx: Context) -> None:
+    _runner_typos_check(ctx)
+    _runner_check(ctx)
+
+
 GIVEN: dict[str, Given] = {
     "README.md": Given(rename=_readme_renamed, setup=_readme_setup, check=_readme_check),
     "docs/migrate-from-flux.md": Given(
@@ -510,7 +560,11 @@ GIVEN: dict[str, Given] = {
     "docs/promotion.md": Given(rename=_promotion_renamed, before=_promotion_before, check=_promotion_check),
     "docs/helm.md": Given(rename=_helm_renamed, setup=_helm_setup, check=_helm_check),
     "docs/registries.md": Given(rename=_registries_renamed, setup=_registries_setup, check=_registries_check),
-    "docs/runner.md": Given(rename=_runner_renamed, setup=_runner_setup, check=_runner_check),
+    "docs/runner.md": Given(rename=_runner_renamed, setup=_runner_setup, check=_runner_both_check),
+    "docs/notifications.md": Given(
+        rename=_notifications_renamed, setup=_notifications_setup, check=_notifications_check
+    ),
+    "docs/status-page.md": Given(rename=_status_page_renamed, check=_status_page_check),
 }
 
 #: documents with command blocks none of which can run here, and why (every other one runs its
@@ -518,10 +572,6 @@ GIVEN: dict[str, Given] = {
 NOTHING_RUNS = {
     "docs/gitlab.md": "its commands verify what a GitLab pipeline signed keylessly; "
     "test_gitlab_identity.py and test_gitlab_template.py run them against the local Sigstore",
-    "docs/notifications.md": "every command creates a Secret of the reader's own token; "
-    "test_notify.py, test_forge_statuses.py and test_notify_alerts.py send each provider's messages",
-    "docs/status-page.md": "its commands reach a runner Pod that really runs (kwok nodes run none); "
-    "test_web_status_page.py serves and drives the page",
 }
 
 
@@ -662,3 +712,126 @@ def test_the_json_fields_the_readme_names_are_the_ones_printed(
     for listed, keys in ((pushed_fields[1], set(printed)), (signed_fields[1], set(printed["signed"]))):
         names = [n.strip().strip("`") for n in listed.split(",")]
         assert [n for n in names if n not in keys] == [], (listed, sorted(keys))
+
+
+#: every page a user reads: the README, docs/ and the workflows' guides
+READ = [*DOCUMENTS, *sorted((ROOT / "workflows").rglob("*.md")), *sorted((ROOT / "deploy").rglob("*.md"))]
+_INSTALL = re.compile(r"\b(?:pipx|pip3?|uv pip|uv tool) install\b[^\n]*?\blockgate\b(?![-/.\w])")
+
+
+def test_no_page_installs_lockgate_from_a_package_index() -> None:
+    """lockgate is not on PyPI: a page saying ``pipx install lockgate`` (docs/images.md did)
+    sends a user to an index that does not serve it. CI takes the Action, the reusable
+    workflows or the container image; a checkout takes ``make setup``."""
+    said = [
+        f"{_relative(path)}:{text[: m.start()].count(chr(10)) + 1}: {m.group(0)}"
+        for path in READ
+        for text in [path.read_text()]
+        for m in _INSTALL.finditer(text)
+    ]
+    assert said == []
+
+
+def _action_steps(body: str) -> list[dict[str, object]]:
+    import yaml
+
+    try:
+        doc = yaml.safe_load(body)
+    except yaml.YAMLError:
+        return []
+    jobs = doc.get("jobs", {}) if isinstance(doc, dict) else {}
+    steps = [s for job in jobs.values() if isinstance(job, dict) for s in job.get("steps") or []]
+    return [
+        s
+        for s in steps
+        if isinstance(s, dict) and str(s.get("uses", "")).startswith("lockgate-dev/lockgate@")
+    ]
+
+
+def test_the_action_steps_the_docs_show_use_its_commands_and_inputs() -> None:
+    """Each ``uses: lockgate-dev/lockgate@...`` step in a page names a command of the action
+    and only inputs action.yml declares."""
+    import yaml
+
+    declared = yaml.safe_load((ROOT / "action.yml").read_text())["inputs"]
+    commands = re.findall(r"One of ([a-z, -]+)\.", declared["command"]["description"])[0].split(", ")
+    shown, wrong = 0, []
+    for path in READ:
+        for block in blocks(path.read_text(), _relative(path)):
+            if block.language not in ("yaml", "yml"):
+                continue
+            for step in _action_steps(block.body):
+                shown += 1
+                given = step.get("with") or {}
+                assert isinstance(given, dict)
+                if given.get("command") not in commands:
+                    wrong.append(f"{block}: command {given.get('command')!r} is not one of {commands}")
+                wrong += [
+                    f"{block}: input {name!r} is not in action.yml" for name in given if name not in declared
+                ]
+    assert shown, "no page shows the action any more: drop this test"
+    assert wrong == []
+
+
+def test_make_world_prints_where_lockgate_is() -> None:
+    """The README says ``make world`` prints where ``kubectl`` and ``lockgate`` are: the world's
+    start-up lines name both, and the lockgate printed runs."""
+    readme = (ROOT / "README.md").read_text()
+    assert "where `kubectl` and `lockgate` are" in readme
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "tests.world", "--no-cluster"],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    lines: list[str] = []
+    try:
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            lines.append(line)
+            if line.startswith("The world is up"):
+                break
+    finally:
+        proc.send_signal(2)
+        proc.communicate(timeout=60)
+    printed = {line.split(":", 1)[0]: line.split(":", 1)[1].split()[0] for line in lines if ":" in line}
+    assert "kubectl" in printed and "lockgate" in printed, lines
+    ran = subprocess.run([printed["lockgate"], "--version"], capture_output=True, text=True, timeout=60)
+    assert ran.returncode == 0 and ran.stdout.startswith("lockgate "), ran
+
+
+def test_the_status_page_has_one_port_in_every_page() -> None:
+    """The README said 8090 where docs/status-page.md and the reference say 9090 (issue 36, Low):
+    every status page address and port-forward in the pages names the same port."""
+    said: dict[str, set[str]] = {}
+    for path in READ:
+        text = path.read_text()
+        for match in re.finditer(
+            r"statusPage[^\n]*?address:? *\"?[\w.]*:(\d+)|address: \"127\.0\.0\.1:(\d+)\"[^\n]*page"
+            r"|port-forward deploy/lockgate (\d+)|Listen address of the status page[^\n]*?:(\d+)",
+            text,
+        ):
+            port = next(group for group in match.groups() if group)
+            said.setdefault(port, set()).add(_relative(path) if path.is_relative_to(ROOT) else str(path))
+    assert len(said) == 1, said
+
+
+#: pages whose commands all need what this test cannot give, and the test that runs them instead
+NO_RUNNABLE = {
+    "docs/gitlab.md": "its one command verifies a GitLab-signed artifact (keyless, GitLab's issuer): "
+    "test_gitlab_identity.py signs one with the local Sigstore stack and verifies it so",
+}
+
+
+def test_every_page_with_commands_runs_at_least_one() -> None:
+    """A page whose every command is marked ``not run`` can drift from the product unseen
+    (issue 36's acceptance): each runs one block here, or says in ``NO_RUNNABLE`` why not."""
+    idle = [
+        _relative(path)
+        for path in DOCUMENTS
+        if any(b.language in COMMAND_LANGUAGES for b in blocks(path.read_text(), _relative(path)))
+        and not any(b.kind in ("run", "soak") for b in blocks(path.read_text(), _relative(path)))
+    ]
+    assert sorted(set(idle) - set(NO_RUNNABLE)) == [], "pages whose commands are never run"
+    assert sorted(set(NO_RUNNABLE) - set(idle)) == [], "NO_RUNNABLE names a page that runs a block now"

@@ -59,7 +59,7 @@ def test_repository_with_more_than_1000_tags_is_listed_whole(
     (row,) = run.run_scan(tmp_path).to_json()
     assert row["tags"] == 1053 and row["excluded"] == 1
     assert row["latest"] == f"{registry.host}/{many_tags}:1.0.1049"
-    assert row["candidates"] == 1052  # prereleases and 2.0.0 are candidates the range then rejects
+    assert row["candidates"] == 1050  # the range ~1.0 admits 1.0.x, not 2.0.0 nor the prerelease
 
 
 def test_page_size_capped_registry_is_paginated_through_link(
@@ -260,7 +260,7 @@ def test_update_cli_rewrites_markers_and_reports_why_in_json(
         "policy": "semver ^1.0",
         "tags": 3,
         "excluded": 0,
-        "candidates": 3,
+        "candidates": 2,  # 1.0.0 and 1.1.0: 2.0.0 is outside the range
         "latest": expected,
     }
 

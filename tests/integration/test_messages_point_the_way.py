@@ -142,3 +142,16 @@ def test_pull_over_a_limit_is_not_a_verification_failure(
     ok = lockgate("pull", registry.oci(unique, ":v1"), "-O", str(tmp_path / "new" / "out"))
     assert ok.code == 0, ok.err
     assert (tmp_path / "new" / "out").stat().st_mode & 0o777 == 0o755
+
+
+def test_an_unreachable_loopback_registry_is_not_sent_to_insecure(tmp_path: Path) -> None:
+    """A loopback registry is tried over https, then plain http, already: the hint for one that
+    does not answer says so instead of suggesting --insecure (issue 36, Low). A closed port."""
+    from tests.world.process import free_port
+
+    port = free_port()
+    for argv in (["inspect", f"oci://127.0.0.1:{port}/app:v1"], ["pull", f"oci://localhost:{port}/app:v1"]):
+        run = lockgate(*argv, "-O", str(tmp_path / "out")) if argv[0] == "pull" else lockgate(*argv)
+        assert run.code == 9, run.err
+        assert "https and plain http were both tried" in run.err, run.err
+        assert "--insecure" not in run.err, run.err

@@ -15,6 +15,7 @@ from __future__ import annotations
 import base64
 import datetime as dt
 import json
+import re
 import time
 from pathlib import Path
 from typing import Any
@@ -25,7 +26,7 @@ import yaml
 from lockgate.signing import attest, keys, store
 from lockgate.signing.policy import KeyPolicy
 from runner.kube.client import Kube
-from runner.pipeline import config, source
+from runner.pipeline import config, report, source
 from runner.pipeline import reconcile as pipeline
 from runner.pipeline.result import Result
 from runner.pipeline.status import detail, read
@@ -149,6 +150,11 @@ def test_production_follows_staging_after_the_soak(
     assert first.error is None, first.error
     assert world.applied("staging") == "1.0.0"
     assert first.attested.startswith("attested healthy in staging: ")
+    # the attestation named as what it is: a referrer's digest, of the artifact's digest
+    assert re.fullmatch(
+        rf"attested healthy in staging: sha256:[0-9a-f]{{64}} \(a referrer of {digest(v100)}\)",
+        first.attested,
+    ), first.attested
     again = world.run(staging)
     assert again.error is None and again.attested.startswith("already attested healthy in staging")
     found = attest.read(
@@ -190,8 +196,13 @@ def test_production_follows_staging_after_the_soak(
     )
     assert "waiting:" not in status
 
-    # production's own runner attests with its own key and cluster name
+    # production's own runner attests with its own key and cluster name; its pass says which
+    # attestation let the digest through
     mine = world.run(production)
+    (admitted,) = mine.admitted
+    assert admitted.startswith(f"healthy in staging, {SOAK}s soak: healthy since "), admitted
+    assert "attested by key sha256:" in admitted and "(sha256:" in admitted, admitted
+    assert f"  admitted: {admitted}" in report.table(mine)
     assert mine.attested.startswith("already attested healthy in production") or mine.attested.startswith(
         "attested healthy in production"
     )

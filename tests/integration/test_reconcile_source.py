@@ -26,6 +26,23 @@ def _push_versions(registry: Registry, unique: str) -> dict[str, str]:
     return digests
 
 
+def test_the_url_is_the_same_with_or_without_oci_and_the_error_says_both(
+    cluster: Cluster, registry: Registry, unique: str
+) -> None:
+    """As every command reads a reference, ``oci://`` may be left out; the error for a missing
+    URL says so instead of asking for an ``oci://`` URL (issue 36, Low)."""
+    url = push_tree(registry, unique, {"a.yaml": dump(namespace(unique), configmap("c", unique, {}))})
+    bare = url.removeprefix("oci://")
+    args = ("--name", unique, "-n", f"{unique}-r", "--insecure-skip-verify", "--dry-run", "-o", "json")
+    with_scheme, without = cli(cluster, url, *args), cli(cluster, bare, *args)
+    assert with_scheme.code == 0 and without.code == 0, without.err
+    assert without.json()["url"] == with_scheme.json()["url"]
+    assert without.json()["digest"] == with_scheme.json()["digest"] == url.rsplit("@", 1)[1]
+    missing = cli(cluster, "--name", unique)
+    assert missing.code == 2
+    assert "reconcile needs a URL (oci://REGISTRY/REPO:TAG, where oci:// may be left out" in missing.err
+
+
 @pytest.mark.parametrize(
     ("semver", "expected"),
     [

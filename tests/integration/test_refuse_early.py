@@ -89,7 +89,13 @@ def test_push_refuses_a_layer_over_the_runners_ratio_and_reconcile_takes_the_sam
     assert refused.code == 2, refused.err
     assert "compresses" in refused.err and ":1, over the 200:1 runners extract" in refused.err
     assert "pass a higher --max-ratio here and give the runners the same limit" in refused.err
+    assert "nothing was pushed" in refused.err
     assert _head(registry, unique, "v1") is None
+    # build refuses it too, and says what build does (it never pushes)
+    built = lockgate("build", str(tree), "-O", str(tmp_path / "layer.tgz"))
+    assert built.code == 2 and ":1, over the 200:1 runners extract" in built.err, built.err
+    assert "pushed" not in built.err and "nothing was written" in built.err, built.err
+    assert not (tmp_path / "layer.tgz").exists()
     pushed = lockgate("push", str(tree), registry.oci(unique, ":v1"), "--max-ratio", "5000")
     assert pushed.code == 0, pushed.err
     url = registry.oci(unique, ":v1")

@@ -175,3 +175,33 @@ def test_a_valid_webhook_is_served_while_one_client_holds_300_idle_and_slow_conn
         for trickle in slow:
             trickle.close()
         assert served.stop() == 0, served.tail()
+@pytest.mark.parametrize(
+    ("which", "field"),
+    [("webhook", "spec.webhook.secretRef.name"), ("statusPage", "spec.statusPage.secretRef.name")],
+)
+def test_a_token_secret_that_does_not_exist_stops_serve_at_start(
+    cluster: Cluster, registry: Registry, unique: str, tmp_path: Path, which: str, field: str
+) -> None:
+    """As a Secret without ``token`` does (issue 36 item 7): a name that does not exist is a
+    configuration error, not a warning a ``serve`` answering 503 to every hook would follow."""
+    runner_ns = f"{unique}-run"
+    cluster.kubectl("create", "namespace", runner_ns)
+    runner: dict[str, object] = {"namespace": runner_ns}
+    if which == "webhook":
+        runner["webhook"] = {"secretRef": {"name": "no-such-secret"}}
+    else:
+        runner["statusPage"] = {
+            "address": f"127.0.0.1:{free_port()}",
+            "secretRef": {"name": "no-such-secret"},
+        }
+    served = start_serve(
+        cluster, tmp_path, [_sync(registry, unique, runner_ns)], runner=runner, wait_ready=False
+    )
+    try:
+        code = served.proc.wait(60)
+    finally:
+        served.stop()
+    out = served.log.read_text()
+    assert code == 2, out
+    assert f"Secret/{runner_ns}/no-such-secret ({field}): not found" in out, out
+    assert "serving" not in [e.get("msg") for e in served.events()]

@@ -97,11 +97,14 @@ def test_two_requests_in_one_second_are_two_requests(
     try:
         served.wait_sync_ready("a")
         second = dt.datetime.now(dt.UTC).replace(microsecond=100_000)
-        first_at = status.request("a", namespace=runner_ns, kube=kube, now=second)
+        first = status.request("a", namespace=runner_ns, kube=kube, now=second)
+        # serve ran the sync: lockgate sync says it answers
+        assert first.served_by == runner_ns and "answers within seconds" in first.describe("a")
+        first_at = first.at
         eventually(lambda: inventory(cluster, "a", runner_ns).handled_request == first_at, what="the first")
         again_at = status.request(
             "a", namespace=runner_ns, kube=kube, now=second.replace(microsecond=600_000)
-        )
+        ).at
         assert again_at != first_at and again_at[:19] == first_at[:19]  # one second, two values
         eventually(lambda: inventory(cluster, "a", runner_ns).handled_request == again_at, what="the second")
         assert len(requested_passes(served)) == 2

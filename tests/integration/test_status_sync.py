@@ -127,6 +127,8 @@ def test_sync_sets_only_the_requested_at_annotation(
     assert after is not None
     at = after["metadata"]["annotations"].pop(REQUESTED_AT)
     assert at.endswith("Z") and f"requested at {at}" in asked.out
+    # reconcile ran it, never serve: nothing answers the request, and sync says so
+    assert "no lockgate serve has run this sync" in asked.out and "within seconds" not in asked.out
     assert after["metadata"]["annotations"] == before["metadata"]["annotations"]
     assert after["data"] == before["data"] and after["metadata"]["labels"] == before["metadata"]["labels"]
     assert "lockgate-sync" in {m["manager"] for m in after["metadata"]["managedFields"]}

@@ -86,3 +86,11 @@ def test_an_error_is_one_value_with_its_summary() -> None:
     error = ApplyError("2 objects failed to apply", details=["a: refused", "b: refused"])
     assert error.message == "2 objects failed to apply:\n  - a: refused\n  - b: refused"
     assert error.summary(60) == "2 objects failed to apply: a (refused), b (refused)"
+
+
+def test_counted_gives_the_noun_its_number() -> None:
+    """"1 objects healthy" was a pass's summary (issue 36, Low)."""
+    from lockgate.summary import counted
+
+    assert [counted(n, "object") for n in (0, 1, 2)] == ["0 objects", "1 object", "2 objects"]
+    assert counted(1, "policy", "policies") == "1 policy" and counted(3, "policy", "policies") == "3 policies"

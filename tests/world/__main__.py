@@ -6,6 +6,7 @@ import argparse
 import signal
 import sys
 import time
+from pathlib import Path
 
 from tests.world import binaries
 from tests.world.errors import WorldSetupError
@@ -24,6 +25,8 @@ def main() -> int:
         return 1
     print(world.describe())
     print(f"kubectl:    {binaries.binary('kubectl')}")
+    # the virtualenv make setup made: lockgate is not on PATH unless it is activated
+    print(f"lockgate:   {Path(sys.executable).parent / 'lockgate'}  (or: . .venv/bin/activate)")
     print("start-up:   " + ", ".join(f"{k} {v:.1f}s" for k, v in world.timings.items()))
     print("The world is up. Press Ctrl-C to stop it.", flush=True)
     stop = False

@@ -22,7 +22,7 @@ import re
 from typing import Any, Literal
 
 from lockgate.errors import HealthError
-from lockgate.summary import summarise
+from lockgate.summary import counted, summarise
 from runner.inventory import events
 from runner.pipeline.result import Result
 
@@ -41,7 +41,7 @@ State = Literal["pending", "success", "failure"]
 def outcome(result: Result) -> tuple[State, str]:
     """The commit status of a finished pass: its state and a description of at most 140 chars."""
     if result.error is None:
-        healthy = f", {len(result.health)} objects healthy" if result.health else ""
+        healthy = f", {counted(len(result.health), 'object')} healthy" if result.health else ""
         return "success", clip(f"applied {result.changeset.summary()}{healthy}", MAX_DESCRIPTION)
     prefix = "health check failed: " if isinstance(result.error, HealthError) else ""
     # the objects a failure names are on the lines after the first: summarised with them

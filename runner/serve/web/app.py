@@ -24,6 +24,7 @@ import hmac
 import importlib.resources
 import ipaddress
 import logging
+import time
 import urllib.parse
 from collections.abc import Callable
 from typing import Any, Protocol
@@ -40,6 +41,7 @@ from lockgate.errors import LockgateError
 from runner.pipeline.secretrefs import MIN_TOKEN_BYTES
 from runner.serve import proofs
 from runner.serve.http import parse_address
+from runner.serve.web import firstview
 
 log = logging.getLogger(__name__)
 
@@ -169,7 +171,14 @@ def build_app(
             return RedirectResponse("/login", 303)
 
     async def page(request: Request) -> Response:
-        return _file(files, "index.html")
+        # the overview as it is now, for a browser without JavaScript (``firstview``)
+        try:
+            doc = await run_in_threadpool(views.overview)
+            first = firstview.overview(doc, read_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
+        except LockgateError as exc:
+            first = firstview.unavailable(exc.message)
+        body = files["index.html"].replace(firstview.MARKER, first.encode())
+        return Response(body, headers={"Content-Type": _TYPES[".html"], "Cache-Control": "no-cache"})
 
     async def asset(request: Request) -> Response:
         name = request.path_params["name"]

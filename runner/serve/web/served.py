@@ -137,14 +137,16 @@ class ServedPage:
             return found
 
     def check_token(self) -> None:
-        """At start: a token that is missing or too short is a ``UsageError``; a Secret that
-        cannot be read yet locks the page until it can."""
+        """At start: a token that is missing or too short, or a Secret that does not exist, is a
+        ``UsageError``; a Secret that cannot be read yet locks the page until it can."""
         ref = self.settings.secret_ref
         if ref is None:
             return
         reader = secretrefs.SecretReader(self.kube, self.namespace)
         try:
             data = reader.read(ref, field=TOKEN_FIELD)
+        except UsageError:
+            raise
         except LockgateError as exc:
             log.warning("cannot read the status page Secret yet", extra={"reason": exc.message})
             return

@@ -48,8 +48,16 @@ def test_push_passes_awkward_values_as_single_arguments() -> None:
         "--tag", "v1", "--tag", "stable",
         "--annotation", f"note={awkward}", "--annotation", "other=a,b",
         "--source", "https://github.com/o/r", "--revision", "main@sha1:abc",
+        "--refuse-dirty",
         "--output", "json",
     )  # fmt: skip
+
+
+def test_push_refuses_uncommitted_changes_unless_allow_dirty() -> None:
+    refused = make(command="push", path="deploy", url="oci://r.io/app:main")
+    assert "--refuse-dirty" in refused.argv
+    allowed = make(command="push", path="deploy", url="oci://r.io/app:main", allow_dirty="true")
+    assert "--refuse-dirty" not in allowed.argv
 
 
 def test_push_with_an_inline_key_writes_it_to_a_private_file_and_masks_it() -> None:

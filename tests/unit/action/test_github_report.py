@@ -113,12 +113,15 @@ def test_error_lines_become_located_annotations() -> None:
         "progress...\n"
         "error: /ws/deploy/bad.yaml:4:9: invalid YAML: expected ',' or ']'\n"
         "error: deploy/images.yaml: document 2: spec.policy.semver: invalid policy\n"
+        "error: deploy/images.yaml:14: document 2: spec.policy.semver: invalid policy\n"
         "error: registry r.io answered 500\n"
     )
     found = report.annotate("push", stderr, None, failed=True, workspace=Path("/ws"))
     assert [(a.file, a.line, a.col, a.message) for a in found] == [
         ("deploy/bad.yaml", 4, 9, "invalid YAML: expected ',' or ']'"),
         ("deploy/images.yaml", None, None, "document 2: spec.policy.semver: invalid policy"),
+        # the images configuration names its line too: the annotation sits on it
+        ("deploy/images.yaml", 14, None, "document 2: spec.policy.semver: invalid policy"),
         (None, None, None, "registry r.io answered 500"),
     ]
 
@@ -146,3 +149,22 @@ def test_a_tenants_control_characters_reach_neither_the_summary_nor_an_annotatio
     escaped = "\\x1b]0;pwned\\x07\\x1b[31m\\u202eevil"
     assert escaped in summary
     assert line == f"::error title=t{escaped}::{escaped}"
+def test_a_push_of_uncommitted_changes_is_a_warning_in_the_summary_and_an_annotation() -> None:
+    row = {
+        "url": "oci://r.io/app@sha256:1",
+        "repository": "r.io/app",
+        "digest": "sha256:1",
+        "status": "pushed",
+        "tags": ["main"],
+        "path": "deploy",
+        "revision": "main@sha1:abc",
+        "uncommitted": [" M deploy/cm.yaml", "?? deploy/new.yaml"],
+    }
+    said = report.summary("push", row)
+    assert "**Warning:** `deploy` had uncommitted changes (` M deploy/cm.yaml`, `?? deploy/new.yaml`)" in said
+    assert "not the content of `main@sha1:abc`" in said and "dev.lockgate.vcs.modified" in said
+    (warning,) = report.annotate("push", "", row, failed=False, workspace=None)
+    assert warning.level == "warning" and "deploy had uncommitted changes" in warning.message
+    clean = {**row, "uncommitted": []}
+    assert "Warning" not in report.summary("push", clean)
+    assert report.annotate("push", "", clean, failed=False, workspace=None) == []

@@ -53,27 +53,27 @@ def test_reads_native_kind_as_the_same_model() -> None:
 BAD = {
     "missing_image": (
         "apiVersion: image.toolkit.fluxcd.io/v1\nkind: ImageRepository\nmetadata: {name: a}\nspec: {}\n",
-        "bad.yaml: document 1: spec.image: required field is missing",
+        "bad.yaml:4: document 1: spec.image: required field is missing",
     ),
     "two_policies": (
         "apiVersion: image.toolkit.fluxcd.io/v1\nkind: ImagePolicy\nmetadata: {name: p}\n"
         "spec: {imageRepositoryRef: {name: a}, policy: {semver: {range: '*'}, numerical: {}}}\n",
-        "bad.yaml: document 1: spec.policy: exactly one of semver, alphabetical, numerical is required",
+        "bad.yaml:4: document 1: spec.policy: exactly one of semver, alphabetical, numerical is required",
     ),
     "invalid_range": (
         "---\n---\napiVersion: image.toolkit.fluxcd.io/v1\nkind: ImagePolicy\nmetadata: {name: p}\n"
         "spec: {imageRepositoryRef: {name: a}, policy: {semver: {range: '>= bar'}}}\n",
-        'bad.yaml: document 2: spec.policy.semver: invalid policy: improper constraint: ">= bar"',
+        'bad.yaml:6: document 2: spec.policy.semver: invalid policy: improper constraint: ">= bar"',
     ),
     "invalid_pattern": (
         "apiVersion: image.toolkit.fluxcd.io/v1\nkind: ImagePolicy\nmetadata: {name: p}\n"
         "spec: {imageRepositoryRef: {name: a}, policy: {alphabetical: {}}, filterTags: {pattern: '('}}\n",
-        "bad.yaml: document 1: spec.filterTags.pattern: invalid policy: failed to filter tags",
+        "bad.yaml:4: document 1: spec.filterTags.pattern: invalid policy: failed to filter tags",
     ),
     "missing_repository": (
         "apiVersion: image.toolkit.fluxcd.io/v1\nkind: ImagePolicy\nmetadata: {name: p, namespace: x}\n"
         "spec: {imageRepositoryRef: {name: gone}, policy: {alphabetical: {}}}\n",
-        "bad.yaml: document 1: spec.imageRepositoryRef: ImageRepository x:gone not found",
+        "bad.yaml:4: document 1: spec.imageRepositoryRef: ImageRepository x:gone not found",
     ),
     "bad_order": (
         "apiVersion: image.toolkit.fluxcd.io/v1\nkind: ImagePolicy\nmetadata: {name: p}\n"
@@ -83,7 +83,7 @@ BAD = {
     "native_item_field": (
         "apiVersion: lockgate.dev/v1alpha1\nkind: ImageAutomation\nmetadata: {name: w}\n"
         "spec: {git: {author: {email: a@b}}, images: [{name: x, image: y, semver: '*', insecure: 'yes'}]}\n",
-        "bad.yaml: document 1: spec.images[0].insecure: expected true or false",
+        "bad.yaml:4: document 1: spec.images[0].insecure: expected true or false",
     ),
     "unparsable": (
         "apiVersion: image.toolkit.fluxcd.io/v1\nkind: [\n",
@@ -114,6 +114,32 @@ def test_all_problems_reported_together(tmp_path: Path) -> None:
     assert len(caught.value.problems) == 2
 
 
+def test_one_round_in_file_order_with_lines(tmp_path: Path) -> None:
+    """A policy naming a missing repository is reported with the documents' own problems, not
+    after they are fixed; every problem names its line, in the file's order."""
+    (tmp_path / "images.yaml").write_text(
+        "apiVersion: image.toolkit.fluxcd.io/v1\nkind: ImagePolicy\nmetadata: {name: web, namespace: apps}\n"
+        "spec:\n  imageRepositoryRef: {name: wbe}\n  policy: {semver: {range: '>=1'}}\n"
+        "---\n"
+        "apiVersion: image.toolkit.fluxcd.io/v1\nkind: ImageRepository\n"
+        "metadata: {name: web, namespace: apps}\n"
+        "spec:\n  imagee: ghcr.io/org/web\n  interval: 5m\n"
+        "---\n"
+        "apiVersion: image.toolkit.fluxcd.io/v1\nkind: ImagePolicy\nmetadata: {name: api, namespace: apps}\n"
+        "spec:\n  imageRepositoryRef: {name: web}\n  policy: {semver: {range: '>= bar'}}\n"
+    )
+    with pytest.raises(config.ConfigError) as caught:
+        config.load(tmp_path)
+    where = str(tmp_path / "images.yaml")
+    assert caught.value.problems == [
+        f"{where}:5: document 1: spec.imageRepositoryRef: ImageRepository apps:wbe not found "
+        "(ImagePolicy apps:web)",
+        f"{where}:11: document 2: spec.image: required field is missing",
+        f"{where}:12: document 2: spec.imagee: unknown field; did you mean image?",
+        f'{where}:20: document 3: spec.policy.semver: invalid policy: improper constraint: ">= bar"',
+    ]
+
+
 def test_files_without_our_kinds_are_ignored_even_if_broken(tmp_path: Path) -> None:
     (tmp_path / "chart.yaml").write_text("{{ .Values.broken }\n")
     assert config.load(tmp_path) == model.Config()
@@ -130,7 +156,7 @@ def test_refspec_is_refused_rather_than_ignored(tmp_path: Path) -> None:
         config.load(tmp_path)
     # named as --path was given, joined with the file, as build and push name files
     assert caught.value.problems == [
-        f"{tmp_path / 'auto.yaml'}: document 1: spec.git.push.refspec: is not supported by lockgate; "
+        f"{tmp_path / 'auto.yaml'}:7: document 1: spec.git.push.refspec: is not supported by lockgate; "
         "use spec.git.push.branch or --branch"
     ]
 
@@ -167,7 +193,8 @@ def test_an_unknown_field_of_a_flux_kind_is_an_error_with_a_suggestion(kind: str
     head = f"apiVersion: image.toolkit.fluxcd.io/v1\nkind: {kind}\n"
     text = head + f"metadata: {{name: app, namespace: ns}}\n{body}"
     _, problems = config.parse_documents("imgs.yaml", "---\n" + text)
-    assert f"imgs.yaml: document 1: {says}" in problems, problems
+    # the line of the unknown field itself (each body puts it on line 7)
+    assert f"imgs.yaml:7: document 1: {says}" in problems, problems
 
 
 def test_an_unknown_field_of_the_native_kind_is_an_error() -> None:
@@ -177,7 +204,9 @@ def test_an_unknown_field_of_the_native_kind_is_an_error() -> None:
         "  git: {author: {email: a@b.c}}\n"
     )
     _, problems = config.parse_documents("native.yaml", text)
-    assert "native.yaml: document 1: spec.images[0].exlcude: unknown field; did you mean exclude?" in problems
+    assert (
+        "native.yaml:6: document 1: spec.images[0].exlcude: unknown field; did you mean exclude?" in problems
+    )
 
 
 def test_every_field_flux_documents_is_accepted() -> None:

@@ -151,20 +151,20 @@ def test_scan_refuses_perl_syntax_naming_file_document_and_field(
     err = capsys.readouterr().err
     assert code == ExitCode.USAGE, err
     assert (
-        "flux.yaml: document 1: spec.exclusionList[1]: invalid regular expression '(a)\\1': "
+        "flux.yaml:6: document 1: spec.exclusionList[1]: invalid regular expression '(a)\\1': "
         "error parsing regexp: invalid escape sequence: `\\1`"
     ) in err
     assert (
-        "flux.yaml: document 2: spec.filterTags.pattern: invalid policy: failed to filter tags: "
+        "flux.yaml:14: document 2: spec.filterTags.pattern: invalid policy: failed to filter tags: "
         "invalid regular expression pattern '^v(?=1)': "
         "error parsing regexp: invalid or unsupported Perl syntax: `(?=`"
     ) in err
     assert (
-        "native.yaml: document 1: spec.images[0].exclude[0]: invalid regular expression 'a++': "
+        "native.yaml:7: document 1: spec.images[0].exclude[0]: invalid regular expression 'a++': "
         "error parsing regexp: invalid nested repetition operator: `++`"
     ) in err
     assert (
-        "native.yaml: document 1: spec.images[0].filterTags.pattern: invalid policy: failed to filter "
+        "native.yaml:8: document 1: spec.images[0].filterTags.pattern: invalid policy: failed to filter "
         "tags: invalid regular expression pattern '(?<!x)y': "
         "error parsing regexp: invalid named capture: `(?<!x)y`"
     ) in err

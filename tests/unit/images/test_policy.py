@@ -228,3 +228,16 @@ def test_numerical_is_order_independent_and_extreme(
     assert chosen == policy.select(shuffled, NumericalChoice(order)).tag
     values = [float(tag) for tag in tags]
     assert float(chosen) == (max(values) if order == "asc" else min(values))
+
+
+def test_candidates_are_the_tags_the_policy_could_elect() -> None:
+    """``images scan`` said "5 candidates of 5 tags" for a range only 3 tags satisfy (issue 36)."""
+    tags = ["1.0.0", "1.1.0", "1.2.0", "2.0.0", "latest"]
+    assert policy.select(tags, policy.SemverChoice("^1.0")).candidates == 3
+    assert policy.select(tags, policy.AlphabeticalChoice()).candidates == 5
+    filtered = policy.select(
+        ["main-1", "main-2", "v1.0.0", "v3.0.0"],
+        policy.SemverChoice("<2"),
+        tag_filter=policy.TagFilter(r"^v(?P<v>.*)$", "$v"),
+    )
+    assert (filtered.tag, filtered.candidates) == ("v1.0.0", 1)

@@ -107,9 +107,25 @@
     return [resultBadge(attempt.result), " ", when(attempt.time), took];
   }
 
+  // a revision breaks only after its "@": the digest stays one word
+  function revisionCode(revision) {
+    const text = shortDigest(revision);
+    const at = text.indexOf("@");
+    return at < 0 ? el("code", { class: "revision" }, text) : el("code", { class: "revision" }, text.slice(0, at + 1), el("wbr"), text.slice(at + 1));
+  }
+
+  // who signed, in one line ("key sha256:…", an identity); where the key was read from (a long
+  // path) is in its title and for screen readers, and whole on the sync's page
+  function signerCell(verifiedBy) {
+    if (!verifiedBy) return "";
+    const open = verifiedBy.indexOf(" (");
+    if (open < 0 || !verifiedBy.endsWith(")")) return el("span", { class: "signer", title: verifiedBy }, verifiedBy);
+    return el("span", { class: "signer", title: verifiedBy }, verifiedBy.slice(0, open), el("span", { class: "visually-hidden" }, verifiedBy.slice(open)));
+  }
+
   function revisionCell(sync) {
     const revision = sync.revision || sync.digest || "";
-    const parts = [el("code", { class: "revision" }, shortDigest(revision))];
+    const parts = [revisionCode(revision)];
     if (sync.commit) {
       const label = (sync.commit.revision || sync.commit.source).replace(/([0-9a-f]{12})[0-9a-f]+$/, "$1");
       parts.push(el("br"));
@@ -175,7 +191,7 @@
         ),
         cell("Revision", revisionCell(sync)),
         cell("Digest", el("code", { class: "digest", title: sync.digest }, shortDigest(sync.digest))),
-        cell("Verified by", sync.verifiedBy),
+        cell("Verified by", signerCell(sync.verifiedBy)),
         cell("Health", sync.health),
         cell("Attested in", attestedCell(sync, doc.mode)),
         cell("Last attempt", attemptCell(sync.lastAttempt, sync)),
@@ -430,5 +446,6 @@
       poll();
     }
   });
+  updated.textContent = "Loading…";
   poll();
 })();

@@ -280,3 +280,92 @@ def test_decryption_is_read_as_fluxs_and_leaves_the_mac_rule_to_the_origin_by_de
 def test_an_unknown_decryption_provider_is_refused_naming_the_field(tmp_path: Path) -> None:
     with pytest.raises(UsageError, match=r"spec\.decryption\.provider"):
         config.load(_decryption_sync(tmp_path, "{provider: vault, secretRef: {name: k}}"))
+
+
+ROUNDS = """\
+apiVersion: lockgate.dev/v1alpha1
+kind: Sync
+metadata: {name: web}
+spec:
+  url: oci://127.0.0.1:5000/web:v1
+  intervall: 1m
+---
+apiVersion: lockgate.dev/v1alpha1
+kind: Runner
+metadata: {name: lockgate}
+spec:
+  receivers: [{name: hub, type: dockerhub, secretRef: {name: s}, resources: [{name: wbe}]}]
+  concurrncy: 2
+---
+apiVersion: lockgate.dev/v1alpha1
+kind: Sync
+metadata: {name: api}
+spec:
+  url: oci://127.0.0.1:5000/api:v1
+  interval: 1m
+  dependsOn: [{name: wbe}, {name: broken}]
+  verify: {insecureSkip: true, keyy: cosign.pub}
+---
+apiVersion: lockgate.dev/v1alpha1
+kind: Sync
+metadata: {name: broken}
+spec:
+  interval: 1m
+  verify: {insecureSkip: true}
+"""
+
+
+def test_every_problem_is_found_in_one_round_and_listed_in_file_order() -> None:
+    """Typos do not hide the checks that come after decoding (a missing policy, an unknown
+    dependsOn name, a receiver naming no sync): one run lists them all, by line."""
+    with pytest.raises(UsageError) as caught:
+        config.parse(ROUNDS.encode(), "rounds.yaml")
+    lines = caught.value.message.splitlines()
+    assert lines[0] == "7 problems:"
+    assert [line.split(": ", 1)[0].strip() for line in lines[1:]] == [
+        "rounds.yaml:4",
+        "rounds.yaml:6",
+        "rounds.yaml:12",
+        "rounds.yaml:13",
+        "rounds.yaml:21",
+        "rounds.yaml:22",
+        "rounds.yaml:27",
+    ], caught.value.message
+    said = caught.value.message
+    assert "rounds.yaml:4: Sync/web: spec.verify: no verification policy" in said
+    assert "rounds.yaml:6: Sync/web: spec.intervall: unknown field; did you mean interval?" in said
+    assert "rounds.yaml:12: spec.receivers[0].resources[0].name: no Sync named 'wbe'" in said
+    assert "rounds.yaml:13: Runner/lockgate: spec.concurrncy: unknown field" in said
+    assert (
+        "rounds.yaml:21: Sync/api: spec.dependsOn[0]: no Sync named 'wbe' in this file; did you mean web?"
+        in said
+    )
+    assert "rounds.yaml:22: Sync/api: spec.verify.keyy: unknown field; did you mean key?" in said
+    assert "rounds.yaml:27: Sync/broken: spec.url: required field is missing" in said
+    # a Sync whose own fields are wrong is still a Sync another may depend on
+    assert "'broken'" not in said.split("dependsOn")[1].split("\n")[0]
+    # a field reported wrong is not reported again by the checks after decoding
+    assert [line for line in lines if "Sync/api: spec.verify" in line] == [lines[6]]
+
+
+def test_a_relative_key_path_is_relative_to_the_configuration_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """As kustomize reads a kustomization's paths (issue 36, Low): the same file works
+    whatever directory lockgate is started from."""
+    from lockgate.signing import keys
+
+    config_dir = tmp_path / "config"
+    config_dir.mkdir()
+    (config_dir / "cosign.pub").write_bytes(keys.generate_key_pair(b"pw").public_pem)
+    path = config_dir / "syncs.yaml"
+    path.write_text(
+        "apiVersion: lockgate.dev/v1alpha1\nkind: Sync\nmetadata: {name: web}\n"
+        "spec:\n  url: oci://127.0.0.1:5000/web:v1\n  interval: 5m\n  verify: {key: cosign.pub}\n"
+    )
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    (web,) = config.load(path, dry_run=True).syncs
+    assert web.source.policy is not None
+    assert str(config_dir / "cosign.pub") in str(web.source.policy)

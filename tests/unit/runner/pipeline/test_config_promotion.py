@@ -58,7 +58,8 @@ def test_a_keyless_requirement_uses_the_syncs_trusted_root(tmp_path: Path) -> No
     (need,) = sync.source.attestations
     assert isinstance(need.policy, KeylessPolicy)
     assert need.policy.identity.regexp and need.policy.issuer.value == "https://issuer.example"
-    assert need.policy.trusted_root == Path("root.json")
+    # a relative path is relative to the configuration file, as kustomize reads paths
+    assert need.policy.trusted_root == path.parent / "root.json"
 
 
 @pytest.mark.parametrize(
@@ -76,7 +77,8 @@ def test_a_keyless_requirement_uses_the_syncs_trusted_root(tmp_path: Path) -> No
             "{predicateType: 'https://example.com/qa/v1', secretRef: {name: k}, minAge: 1h}",
             "minAge applies to health attestations only",
         ),
-        ("{cluster: staging, key: missing.pub}", "attestations[0].key: cannot read public key missing.pub"),
+        # relative to the configuration file, whose directory the message names
+        ("{cluster: staging, key: missing.pub}", "attestations[0].key: cannot read public key /"),
         ("{cluster: staging, secretRef: {name: k}, predicateType: qa}", "predicateType"),
         ("{cluster: staging, secretRef: {name: k}, minAge: soon}", "minAge"),
     ],

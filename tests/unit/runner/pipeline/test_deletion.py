@@ -8,8 +8,8 @@ from runner.plan.deletion import DeletionRefused, Policy, Recorded
 from runner.plan.inventory import Inventory
 
 
-def _inventory(recorded: Recorded | None, *, suspended: bool = False) -> Inventory:
-    return Inventory(name="web", namespace="runner", deletion=recorded, suspended=suspended)
+def _inventory(recorded: Recorded | None, *, suspended: bool = False, digest: str = "sha256:1") -> Inventory:
+    return Inventory(name="web", namespace="runner", deletion=recorded, suspended=suspended, digest=digest)
 
 
 def test_the_recorded_policy_decides() -> None:
@@ -34,6 +34,12 @@ def test_a_suspended_sync_and_an_unrecorded_one_are_orphaned_unless_a_person_say
     assert not deletes and "no deletionPolicy recorded" in why
     _, deletes, _ = deletion.settings(_inventory(None), deletion.DeleteOptions(policy=Policy.DELETE))
     assert deletes
+
+
+def test_a_sync_that_never_applied_has_nothing_to_delete_and_says_so() -> None:
+    """Its passes failed before the cluster: no digest, no members (not an older runner's parent)."""
+    _, deletes, why = deletion.settings(_inventory(None, digest=""), deletion.DeleteOptions())
+    assert not deletes and why == "the sync never applied anything: there are no objects to delete"
 
 
 def test_only_a_deletion_that_got_to_the_parent_deleted_the_sync() -> None:
