@@ -132,4 +132,11 @@ def import_(
         )
     click.echo(report, nl=False, err=out is None)
     if not result.report.empty:
+        # the one error line of every exit past 1: the config is written, its report is not empty
+        rows = len(result.report.rows)
+        click.echo(
+            f"error: {rows} field(s) could not be carried as Flux has them: review the report "
+            "(written; --strict refuses instead)",
+            err=True,
+        )
         raise click.exceptions.Exit(int(ExitCode.PARTIAL))

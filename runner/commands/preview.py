@@ -16,7 +16,7 @@ from typing import Any
 
 import click
 
-from lockgate import output, registry, tlsflags
+from lockgate import output, registry, terminal, tlsflags
 from lockgate.artifact import pack
 from lockgate.errors import ExitCode, UsageError
 from lockgate.signing import github
@@ -140,5 +140,9 @@ def preview(
             click.echo(f"comment {done.posted.status}: {said}", err=True)
     failed = done.preview.error
     if failed is not None:
+        # the report says it per target; the one error line every failing command prints
+        broken = [t for t in done.preview.targets if t.error is not None]
+        more = f" (and {len(broken) - 1} more)" if len(broken) > 1 else ""
+        terminal.echo(f"error: {broken[0].cluster} / {broken[0].sync}: {failed.message}{more}", err=True)
         raise click.exceptions.Exit(int(failed.exit_code))
     raise click.exceptions.Exit(int(ExitCode.FAILURE) if done.preview.changed else 0)

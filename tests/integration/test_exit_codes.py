@@ -50,10 +50,27 @@ UNREACHABLE = {
 #: commands being built now, whose causes join ``causes`` when they land: until then they may
 #: be missing here; once one is in ``lockgate.cli.COMMANDS``,
 #: ``test_every_command_meets_the_table`` asks for its cases
-PENDING = {
-    "preview": "issue 32 (the preview helper): add its causes (a tag not found 7, an unreachable "
-    "registry 9, no credentials 3, bad flags 2) to causes() when it lands",
-}
+PENDING: dict[str, str] = {}
+#: an OCIRepository and the Kustomization that applies it, as a fleet repository holds them
+FLUX_PAIR = """\
+apiVersion: source.toolkit.fluxcd.io/v1
+kind: OCIRepository
+metadata: {name: app, namespace: flux-system}
+spec:
+  interval: 5m
+  url: oci://registry.example/app
+  ref: {tag: v1}
+  verify: {provider: cosign, secretRef: {name: cosign-pub}}
+---
+apiVersion: kustomize.toolkit.fluxcd.io/v1
+kind: Kustomization
+metadata: {name: app, namespace: flux-system}
+spec:
+  interval: 10m
+  sourceRef: {kind: OCIRepository, name: app}
+  path: ./
+  prune: true
+"""
 
 
 def table() -> dict[int, str]:
@@ -180,6 +197,11 @@ def world(
                 f"  images:\n    - {{name: app, image: '{registry.host}/{name}/app', semvr: '*'}}\n"
             ),
             "predicate.json": '{"approvedBy": "exit codes"}\n',
+            # a Flux installation's files, for lockgate import
+            "flux-ok/flux.yaml": FLUX_PAIR,
+            "flux-unsigned/flux.yaml": FLUX_PAIR.replace(
+                "  verify: {provider: cosign, secretRef: {name: cosign-pub}}\n", ""
+            ),
         },
     )
     for prefix in ("cosign", "other"):
@@ -208,6 +230,11 @@ def world(
         "unverified.yaml": [_sync(f"{name}-u", w.oci("app:v1"), runner)],
         "ok.yaml": [_sync(f"{name}-ok", w.oci("app:v1"), runner, verify=skip)],
         "held.yaml": [_sync(f"{name}-held", w.oci("app:v1"), runner, verify=skip)],
+        # one cluster's runner configuration each, as ``lockgate preview --cluster`` reads them
+        "preview-ok.yaml": [_sync("web", w.oci("app:v1"), runner, verify={"key": "cosign.pub"})],
+        "preview-missing.yaml": [_sync("web", w.oci("app:no-such-tag"), runner, verify=skip)],
+        "preview-auth.yaml": [_sync("web", auth_registry.oci(f"{name}/app:v1"), runner, verify=skip)],
+        "preview-dead.yaml": [_sync("web", "oci://127.0.0.1:9/app:v1", runner, verify=skip)],
     }
     for file, docs in configs.items():
         (tmp / file).write_text(yaml.safe_dump_all(docs))
@@ -244,10 +271,26 @@ def causes(w: World) -> dict[int, list[Case]]:
             Case("copied", ["copy", ok, f"oci-layout://{w.path('layout-0')}"]),
             Case("nothing attested yet", ["fleet", w.oci("app"), key]),
             Case("every policy resolved", ["images", "scan", "--path", "ok-images"]),
+            Case(
+                "no sync changes",
+                ["preview", "deploy", "--cluster", "preview-ok.yaml", "--url", w.oci("app")],
+            ),
         ],
-        1: [Case("differences found", ["diff", "changed", ok])],
+        1: [
+            Case("differences found", ["diff", "changed", ok]),
+            # a tag that is not there yet is nothing running: the first release, every object new
+            Case(
+                "nothing runs yet",
+                ["preview", "deploy", "--cluster", "preview-missing.yaml", "--url", w.oci("app")],
+            ),
+            Case(
+                "a sync changes",
+                ["preview", "changed", "--cluster", "preview-ok.yaml", "--url", w.oci("app")],
+            ),
+        ],
         2: [
             Case("no verification policy", ["verify", ok]),
+            Case("no --cluster", ["preview", "deploy", "--url", w.oci("app")]),
             Case("no verification policy", ["reconcile", ok, "--name", w.name, kube]),
             Case("no verification policy", ["reconcile", "--config", "unverified.yaml", kube]),
             Case("no verification policy", ["rollback", f"{w.name}-u", "--config", "unverified.yaml", kube]),
@@ -260,9 +303,17 @@ def causes(w: World) -> dict[int, list[Case]]:
             Case("an invalid Runner file", ["serve", "--config", "broken/cm.yaml", kube]),
             Case("no Runner file", ["receivers", "--config", "no-such.yaml"]),
             Case("the key exists", ["keygen", "--output-key-prefix", "cosign"]),
+            Case(
+                "a report under --strict",
+                ["import", "--from-files", "flux-ok", "-O", "imp-2.yaml", "--strict"],
+            ),
         ],
         3: [
             Case("no credentials", ["push", "deploy", auth]),
+            Case(
+                "no credentials",
+                ["preview", "deploy", "--cluster", "preview-auth.yaml", "--url", w.auth.oci(f"{w.name}/app")],
+            ),
             Case("no credentials", ["pull", auth, "-O", "pulled-auth"]),
             Case("no credentials", ["inspect", auth]),
             Case("no credentials", ["list", w.auth.oci(f"{w.name}/app")]),
@@ -280,6 +331,7 @@ def causes(w: World) -> dict[int, list[Case]]:
             Case("no credentials", ["images", "scan", "--path", "auth-images"]),
         ],
         4: [
+            Case("an unsigned Flux source", ["import", "--from-files", "flux-unsigned", "-O", "imp-4.yaml"]),
             Case("signed by someone else", ["verify", ok, other]),
             Case("not signed", ["verify", w.oci("unsigned:v1"), key]),
             Case(
@@ -348,6 +400,7 @@ def causes(w: World) -> dict[int, list[Case]]:
         ],
         8: [
             Case("broken YAML", ["build", "broken"]),
+            Case("broken YAML", ["preview", "broken", "--cluster", "preview-ok.yaml", "--url", w.oci("app")]),
             Case("broken YAML", ["push", "broken", w.oci("broken:v2")]),
             Case("broken YAML", ["diff", "broken", ok]),
             Case(
@@ -357,6 +410,9 @@ def causes(w: World) -> dict[int, list[Case]]:
         ],
         9: [
             Case("unreachable registry", ["push", "deploy", f"{dead}:v1"]),
+            Case(
+                "unreachable registry", ["preview", "deploy", "--cluster", "preview-dead.yaml", "--url", dead]
+            ),
             Case("unreachable registry", ["pull", f"{dead}:v1", "-O", "pulled-9"]),
             Case("unreachable registry", ["inspect", f"{dead}:v1"]),
             Case("unreachable registry", ["list", dead]),
@@ -394,11 +450,16 @@ def causes(w: World) -> dict[int, list[Case]]:
             ),
         ],
         10: [
+            Case(
+                "a report of what import cannot carry",
+                ["import", "--from-files", "flux-ok", "-O", "imp-10.yaml"],
+            ),
             Case("one directory refused after others", ["push", "--each", "each/*", w.oci("each/{name}:v1")]),
             Case("one of two policies", ["images", "scan", "--path", "images"]),
             Case("one of two policies", ["images", "update", "--path", "images", "--dry-run"]),
         ],
         11: [
+            Case("unreachable cluster", ["adopt", f"{w.name}-ok", "--config", "ok.yaml", dead_kube]),
             Case("API server down", ["reconcile", ok, "--name", w.name, "--insecure-skip-verify", dead_kube]),
             Case("API server down", ["reconcile", "--config", "ok.yaml", dead_kube]),
             Case("API server down", ["status", dead_kube]),
