@@ -66,7 +66,7 @@ _LAUNCHER = (
     "if pid == 0:\n"
     "    os.execvp(sys.argv[2], sys.argv[2:])\n"
     "_, status, usage = os.wait4(pid, 0)\n"
-    "open(sys.argv[1], 'w').write(str(usage.ru_maxrss))\n"
+    "open(sys.argv[1], 'w').write(f'{usage.ru_maxrss} {usage.ru_utime + usage.ru_stime}')\n"
     "sys.exit(os.waitstatus_to_exitcode(status))\n"
 )
 
@@ -77,6 +77,8 @@ class Measured:
     rss_kib: int
     stdout: str
     stderr: str
+    #: the child's CPU (user and system), which the machine's load does not inflate as it does ``seconds``
+    cpu_seconds: float = 0.0
 
 
 def run_measured(
@@ -95,10 +97,10 @@ def run_measured(
             out.seek(0)
             err.seek(0)
             stdout, stderr = out.read().decode(), err.read().decode()
-        rss = int(rss_file.read_text()) if rss_file.exists() else 0
+        rss, cpu = rss_file.read_text().split() if rss_file.exists() else ("0", "0")
     if proc.returncode != 0:
         raise RuntimeError(f"{' '.join(argv)} failed ({proc.returncode}): {stderr[-2000:]}")
-    return Measured(elapsed, rss, stdout, stderr)
+    return Measured(elapsed, int(rss), stdout, stderr, float(cpu))
 
 
 def run_command(argv: Sequence[str], *, env: dict[str, str] | None = None) -> tuple[float, int]:

@@ -180,7 +180,14 @@ def serve_demo(world: World, env: dict[str, str], verify_args: list[str], ref: s
                 "wait": True,
                 "rollback": "onHealthFailure",
                 "verify": verify,
-                "notify": [{"type": "github", "apiURL": github.url, "secretRef": {"name": "github-token"}}],
+                "notify": [
+                    {
+                        "type": "github",
+                        "address": f"https://github.com/{DEMO_REPO}",
+                        "apiURL": github.url,
+                        "secretRef": {"name": "github-token"},
+                    }
+                ],
             },
         },
     ]

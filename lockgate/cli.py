@@ -18,7 +18,7 @@ from typing import Any
 
 import click
 
-from lockgate import __version__, output
+from lockgate import __version__, output, terminal
 from lockgate.errors import ExitCode, LockgateError, NotImplementedYet
 from lockgate.paths import os_error_message
 from lockgate.redact import scrub
@@ -151,7 +151,7 @@ def root() -> None:
 def _failed(message: str, code: int, exc: BaseException, as_json: bool) -> int:
     """Report a failure: one line on stderr, and with ``-o json`` the error object on stdout
     (unless the command already printed its own JSON for it, e.g. a partial push)."""
-    click.echo(f"error: {message}", err=True)
+    terminal.echo(f"error: {message}", err=True)
     if as_json and not getattr(exc, "json_reported", False):
         click.echo(json.dumps(output.error_json(message, code), indent=2))
     return code
@@ -169,12 +169,12 @@ def main(argv: list[str] | None = None) -> int:
     except LockgateError as exc:
         return _failed(exc.message, int(exc.exit_code), exc, as_json)
     except click.exceptions.Abort:
-        click.echo("aborted", err=True)
+        terminal.echo("aborted", err=True)
         return int(ExitCode.FAILURE)
     except click.ClickException as exc:
         # click quotes the value it refused, which may be a URL with credentials in it
         # (``message`` is typed Final in click, but show() reads it at call time)
-        setattr(exc, "message", scrub(exc.message))  # noqa: B010
+        setattr(exc, "message", terminal.lines(scrub(exc.message)))  # noqa: B010
         exc.show()
         if as_json:
             click.echo(json.dumps(output.error_json(exc.format_message(), exc.exit_code), indent=2))

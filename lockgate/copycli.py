@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from lockgate import output, tlsflags
+from lockgate import output, terminal, tlsflags
 
 if TYPE_CHECKING:
     from lockgate import registry
@@ -81,11 +81,11 @@ def copy(
         return
     for artifact in result.artifacts:
         shown = f"{artifact.tag} " if artifact.tag else ""
-        click.echo(
+        terminal.echo(
             f"copied {shown}{artifact.digest} with {len(artifact.cosign_tags)} cosign tag(s) and "
             f"{len(artifact.referrers)} referrer(s) to {dst_ref.pinned(artifact.digest)}"
         )
-    click.echo(
+    terminal.echo(
         f"blobs: {result.copied('blob')} copied ({result.bytes_copied} bytes), "
         f"{result.skipped('blob')} present; "
         f"manifests: {result.copied('manifest')} copied, {result.skipped('manifest')} present"

@@ -132,6 +132,18 @@ class RegistryError(LockgateError):
     exit_code = ExitCode.REGISTRY
 
 
+class ReplyTooLarge(LockgateError):
+    """A peer answered more than lockgate reads (``lockgate.replies``): nothing of it is used.
+
+    ``endpoint`` is the peer's scheme, host and port only; ``detail`` says how much. Callers
+    say what they asked and re-raise it in their own class where the exit code matters (a
+    registry's is ``RegistryError``)."""
+
+    def __init__(self, endpoint: str, detail: str) -> None:
+        super().__init__(f"{endpoint} {detail}")
+        self.endpoint, self.detail = endpoint, detail
+
+
 class NotImplementedYet(LockgateError):
     """A planned command whose issue has not landed yet."""
 

@@ -16,6 +16,8 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import IO, TextIO, cast
 
+from lockgate import terminal
+
 #: seconds between two redraws
 INTERVAL = 0.1
 _NEVER = float("inf")
@@ -45,7 +47,8 @@ class Task:
 
     def _draw(self) -> None:
         assert self._out is not None
-        self._out.write(f"\r\x1b[K{render(self.label, self.done, self.total, self.unit)}")
+        # our own erase-line sequence, then the line with a label's control characters escaped
+        self._out.write(f"\r\x1b[K{terminal.shown(render(self.label, self.done, self.total, self.unit))}")
         self._out.flush()
         self._drawn = True
 

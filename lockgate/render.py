@@ -8,7 +8,12 @@ stream is returned as text; callers write or load it.
 
 What the programs would read is checked first, within ``lockgate.bounded``'s parsing
 bounds: the kustomizations (``lockgate.kustomization``, which also refuses remote
-references where they are not allowed) and the Helm values files.
+references where they are not allowed) and the Helm values files; a chart whose rendered
+templates call ``lookup`` is refused unless allowed (``lockgate.helm.lookup``: in CI it
+returns nothing). A chart is rendered as the cluster would install it: with its ``crds/``
+(marked as Helm keeps them, ``lockgate.helm.crds``) unless ``skip_crds``, and for the
+cluster's Kubernetes version and API versions when they are given (``--kube-version``,
+``--api-versions``: Helm's own flags, or what a runner attested, ``lockgate.helm.capabilities``).
 """
 
 from __future__ import annotations
@@ -23,12 +28,18 @@ from typing import Literal
 
 from lockgate import bounded, helmhooks, kustomization
 from lockgate.errors import RenderError, UsageError
+from lockgate.helm import chartfiles, crds, lookup
 
 log = logging.getLogger("lockgate.render")
 
 KUSTOMIZATION_FILES = kustomization.FILES
 CHART_FILE = "Chart.yaml"
 TIMEOUT = 600
+#: the flags ``HelmOptions`` holds, for messages
+HELM_FLAGS = (
+    "--values, --set, --release-name, --namespace, --skip-crds, --allow-lookup, --kube-version, "
+    "--api-versions and --capabilities-from"
+)
 Kind = Literal["kustomize", "helm"]
 
 
@@ -106,21 +117,40 @@ def kustomize_build(
 @dataclass(frozen=True)
 class HelmOptions:
     """How a chart is rendered, as ``helm install`` users give it: release name, namespace,
-    values files and ``--set`` values. Test hooks are skipped (``helm template --skip-tests``):
-    a GitOps apply would otherwise deploy ``helm create``'s test Pod."""
+    values files and ``--set`` values, and Helm's ``--skip-crds``, ``--kube-version`` and
+    ``--api-versions``. Test hooks are skipped (``helm template --skip-tests``): a GitOps
+    apply would otherwise deploy ``helm create``'s test Pod."""
 
     values: tuple[Path, ...] = ()
     set_values: tuple[str, ...] = ()
     release: str | None = None
     namespace: str | None = None
+    #: leave the charts' ``crds/`` out (Helm's ``--skip-crds``)
+    skip_crds: bool = False
+    #: render a chart that calls ``lookup`` (an empty result in CI), with a warning
+    allow_lookup: bool = False
+    #: ``.Capabilities.KubeVersion`` (``v1.33.1``), else Helm's default
+    kube_version: str | None = None
+    #: added to ``.Capabilities.APIVersions`` (``group/version`` and ``group/version/Kind``)
+    api_versions: tuple[str, ...] = ()
 
     @property
     def given(self) -> bool:
-        return bool(self.values or self.set_values or self.release or self.namespace)
+        return bool(
+            self.values
+            or self.set_values
+            or self.release
+            or self.namespace
+            or self.skip_crds
+            or self.allow_lookup
+            or self.kube_version
+            or self.api_versions
+        )
 
 
 def helm_template(chart: Path, *, purpose: str, options: HelmOptions = HelmOptions()) -> str:
-    """``helm template RELEASE chart --skip-tests ...``; the release defaults to the chart's directory."""
+    """``helm template RELEASE chart --skip-tests --include-crds ...``; the release defaults to
+    the chart's directory. A rendered ``lookup`` is refused first, unless ``allow_lookup``."""
     for file in options.values:
         if not file.is_file():
             raise UsageError(f"--values {file}: no such file")
@@ -129,15 +159,63 @@ def helm_template(chart: Path, *, purpose: str, options: HelmOptions = HelmOptio
             raise UsageError(f"--set {pair!r}: expected KEY=VALUE (helm's --set syntax)")
     for file in (chart / "values.yaml", *options.values):
         _check_values(file)
+    _check_lookup(chart, options)
     release = options.release or chart.resolve().name
     argv = [find_program("helm", purpose=purpose), "template", release, str(chart), "--skip-tests"]
+    if not options.skip_crds:
+        argv.append("--include-crds")
     if options.namespace:
         argv += ["--namespace", options.namespace]
     for file in options.values:
         argv += ["--values", str(file)]
     for pair in options.set_values:
         argv += ["--set", pair]
-    return _run(argv, f"helm template {chart}")
+    # one argument each, "--flag=value": a value can never be read as another flag
+    if options.kube_version:
+        argv.append(f"--kube-version={options.kube_version}")
+    argv += [f"--api-versions={api_version}" for api_version in options.api_versions]
+    text = _run(argv, f"helm template {chart}")
+    if options.skip_crds:
+        return text
+    text, kept = crds.mark(text)
+    if kept:
+        log.warning(
+            "notice: %s: %d CRD(s) from crds/ are applied first and kept as Helm keeps them "
+            "(helm.sh/resource-policy: keep: never pruned unless the Sync sets pruneCRDs): %s",
+            chart,
+            len(kept),
+            ", ".join(kept),
+        )
+    return text
+
+
+def _check_lookup(chart: Path, options: HelmOptions) -> None:
+    """Refuse a chart whose rendered templates call ``lookup`` (or, allowed, warn of it)."""
+    allow = options.allow_lookup
+    values = [(str(file), file.read_text(encoding="utf-8", errors="replace")) for file in options.values]
+    try:
+        found = lookup.find(chartfiles.files(chart), values=values, set_values=options.set_values)
+    except ValueError as exc:  # gotemplate.TemplateSyntaxError: helm would refuse it too
+        raise RenderError(f"{chart}: {exc}: fix the template (helm template refuses it too)") from None
+    if not found:
+        return
+    given = {shown for shown, _ in values} | {"--set"}  # named as the user gave them
+    listed = [str(finding) if finding.file in given else f"{chart}/{finding}" for finding in found]
+    if allow:
+        log.warning(
+            "warning: %s calls lookup, which reads the live cluster: in CI (--allow-lookup) it returns "
+            "an empty map, so these render as for a cluster without the objects they read: %s",
+            chart,
+            "; ".join(listed),
+        )
+        return
+    raise RenderError(
+        f"{chart}: the chart calls lookup, which reads the live cluster; helm template runs without "
+        "one (CI), where lookup returns an empty map, so the artifact would not hold what the chart "
+        "renders in the cluster. Give the value through values (or the Sync's postBuild "
+        "substitution) instead, or pass --allow-lookup to render with the empty result",
+        details=listed,
+    )
 
 
 def _check_values(file: Path) -> None:
@@ -172,10 +250,7 @@ def render(path: Path, *, purpose: str, helm: HelmOptions = HelmOptions()) -> st
     if kind is None:
         raise UsageError(f"{purpose}: {path} holds neither a kustomization.yaml nor a Chart.yaml")
     if helm.given and kind != "helm":
-        raise UsageError(
-            "--values, --set, --release-name and --namespace only apply to Helm charts (a directory "
-            "with Chart.yaml)"
-        )
+        raise UsageError(f"{HELM_FLAGS} only apply to Helm charts (a directory with Chart.yaml)")
     if kind == "kustomize":
         return kustomize_build(path, purpose=purpose)
     text = helm_template(path, purpose=purpose, options=helm)

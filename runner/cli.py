@@ -19,7 +19,7 @@ from pathlib import Path
 import click
 from click.core import ParameterSource
 
-from lockgate import registry, tlsflags
+from lockgate import registry, terminal, tlsflags
 from lockgate.artifact import limits
 from lockgate.errors import Abandoned, LockgateError, UsageError
 from lockgate.output import output_option
@@ -28,7 +28,7 @@ from lockgate.signing import buildclaims, github
 from lockgate.signing.buildclaims import BuildClaims
 from lockgate.signing.github import GitHubClaims
 from lockgate.signing.options import VerifyOptions
-from runner.pipeline import config, deletion, report
+from runner.pipeline import capabilities, config, deletion, report
 from runner.pipeline import reconcile as pipeline
 from runner.pipeline.result import Result
 from runner.plan import deletion as deletion_plan
@@ -84,6 +84,11 @@ _CONTEXT = click.option("--context", help="The kubeconfig context to use (defaul
 )
 @click.option("--allow-mass-prune", is_flag=True, help="Allow pruning every object or more than the share.")
 @click.option("--max-prune-share", type=float, default=0.5, show_default=True, help="Largest share prunable.")
+@click.option(
+    "--prune-crds",
+    is_flag=True,
+    help="Also prune CRDs Helm would keep (helm.sh/resource-policy: keep, set on a chart's crds/).",
+)
 @click.option(
     "--concurrency",
     type=click.IntRange(min=1),
@@ -146,6 +151,7 @@ def reconcile(
     dry_run: bool,
     allow_mass_prune: bool,
     max_prune_share: float,
+    prune_crds: bool,
     concurrency: int,
     kubeconfig: Path | None,
     decryption_secret: str | None,
@@ -163,6 +169,10 @@ def reconcile(
     if config_path is not None:
         loaded = config.load(config_path, dry_run=dry_run)
         syncs, cluster = loaded.syncs, loaded.runner.cluster_name
+        if not dry_run:  # the Runner's spec.capabilities: what this cluster serves, for CI
+            published = capabilities.publish_once(loaded.runner, kubeconfig=kubeconfig, context=context)
+            if published:
+                click.echo(published, err=True)
     else:
         if not url or not name:
             raise UsageError("reconcile needs an oci:// URL and --name (or --config FILE)")
@@ -205,6 +215,7 @@ def reconcile(
             dry_run=dry_run,
             allow_mass_prune=allow_mass_prune,
             max_prune_share=max_prune_share,
+            prune_crds=prune_crds,
             concurrency=concurrency,
             decryption_secret=decryption_secret,
             limits=limits.Limits(max_total_bytes=max_size, max_files=max_files, max_ratio=max_ratio),
@@ -218,7 +229,7 @@ def reconcile(
     flags = tlsflags.given_options() if config_path is not None else tlsflags.transport_options()
     syncs = [sync.with_flags(flags) for sync in syncs]
     for warning in (w for sync in syncs for w in sync.source.warnings):
-        click.echo(f"warning: {warning}", err=True)
+        terminal.echo(f"warning: {warning}", err=True)
     # notifications (``--config`` syncs with ``notify``) are sent in the background and flushed
     # with a short deadline at the end; they never fail the pass
     notifier = notify.one_shot(kubeconfig, cluster=cluster, context=context)
@@ -243,7 +254,7 @@ def reconcile(
         click.echo(json.dumps(docs[0] if config_path is None else docs, indent=2))
     else:
         for result in results:
-            click.echo(report.table(result))
+            terminal.echo(report.table(result))
     failed: LockgateError | None = next((r.error for r in results if r.error is not None), None)
     if failed is not None:
         failed.json_reported = output == "json"
@@ -350,6 +361,12 @@ def serve(
     "apply it again); its Runner gives the namespace and defaultServiceAccount.",
 )
 @click.option(
+    "--service-account",
+    help="Delete as this ServiceAccount of the runner namespace (default: the Runner's "
+    "defaultServiceAccount, of --config or of the runner installed in the namespace; never the one "
+    "the inventory records, which the sync's own account can write).",
+)
+@click.option(
     "--deletion-policy",
     type=click.Choice([p.value for p in deletion_plan.Policy]),
     help="Instead of the deletionPolicy the sync recorded: MirrorPrune, Delete, WaitForTermination "
@@ -380,6 +397,7 @@ def delete(
     name: str,
     namespace: str | None,
     config_path: Path | None,
+    service_account: str | None,
     deletion_policy: str | None,
     timeout: str | None,
     allow_mass_prune: bool,
@@ -395,6 +413,7 @@ def delete(
         timeout=config.parse_duration(timeout) if timeout else None,
         allow_mass_prune=allow_mass_prune,
         dry_run=dry_run,
+        service_account=service_account,
         concurrency=concurrency,
     )
     result = departures.by_hand(
@@ -405,7 +424,9 @@ def delete(
         kubeconfig=kubeconfig,
         context=context,
     )
-    click.echo(json.dumps(result.to_json(), indent=2) if output == "json" else report.table(result))
+    click.echo(
+        json.dumps(result.to_json(), indent=2) if output == "json" else terminal.lines(report.table(result))
+    )
     if result.error is not None:
         result.error.json_reported = output == "json"
         raise result.error

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import click
 
 from action import cliopts
-from lockgate import output
+from lockgate import output, terminal
 from lockgate.artifact import limits
 
 if TYPE_CHECKING:
@@ -35,6 +35,45 @@ def _build_options(func: F) -> F:
             click.option("--set", "set_values", multiple=True, metavar="KEY=VALUE", help="Helm --set value."),
             click.option("--release-name", help="Helm release name (default: the chart's directory name)."),
             click.option("--namespace", "helm_namespace", help="Helm release namespace (Release.Namespace)."),
+            click.option(
+                "--skip-crds", is_flag=True, help="Leave the charts' crds/ out (Helm's --skip-crds)."
+            ),
+            click.option(
+                "--allow-lookup",
+                is_flag=True,
+                help="Render a chart that calls lookup (it returns an empty map in CI), with a warning.",
+            ),
+            click.option(
+                "--kube-version", help="Kubernetes version for .Capabilities.KubeVersion (as helm template)."
+            ),
+            click.option(
+                "--api-versions",
+                "api_versions",
+                multiple=True,
+                metavar="GROUP/VERSION[/KIND]",
+                help="Add to .Capabilities.APIVersions (repeatable, as helm template).",
+            ),
+            click.option(
+                "--capabilities-from",
+                metavar="oci://REGISTRY/REPO",
+                help="Render the chart with the Kubernetes and API versions the --cluster runners attested "
+                "there (their Runner's spec.capabilities).",
+            ),
+            click.option(
+                "--cluster",
+                "clusters",
+                multiple=True,
+                metavar="NAME",
+                help="A clusterName for --capabilities-from (repeatable: what all of them serve).",
+            ),
+            click.option(
+                "--capabilities-key",
+                "capabilities_keys",
+                multiple=True,
+                type=click.Path(path_type=Path),
+                help="Public key of a runner that attests capabilities (repeatable; <clusterName>.pub binds "
+                "it to that cluster).",
+            ),
             click.option("--ignore-paths", multiple=True, help="Extra ignore patterns (.gitignore syntax)."),
             click.option(
                 "--resolve-symlinks", is_flag=True, help="Copy the targets of symlinks inside the tree."
@@ -67,23 +106,48 @@ def _build(
     set_values: tuple[str, ...],
     release_name: str | None,
     helm_namespace: str | None,
+    skip_crds: bool,
+    allow_lookup: bool,
+    kube_version: str | None,
+    api_versions: tuple[str, ...],
+    capabilities_from: str | None,
+    clusters: tuple[str, ...],
+    capabilities_keys: tuple[Path, ...],
     ignore_paths: tuple[str, ...],
     resolve_symlinks: bool,
     no_validate: bool,
     allow_private_keys: bool,
     strict: bool,
     max_ratio: float,
+    creds: str | None = None,
+    insecure: bool = False,
 ) -> source.BuildOptions:
-    from action.artifacts import source
+    """The build's options; with ``--capabilities-from``, the clusters' attested capabilities are
+    read (and verified) here, once for every directory a push packs."""
+    from action.artifacts import capabilities, source
     from lockgate.render import HelmOptions
 
+    helm = HelmOptions(
+        values=values,
+        set_values=set_values,
+        release=release_name,
+        namespace=helm_namespace,
+        skip_crds=skip_crds,
+        allow_lookup=allow_lookup,
+        kube_version=kube_version,
+        api_versions=api_versions,
+    )
+    request = capabilities.CapabilitiesRequest(
+        url=capabilities_from, clusters=clusters, keys=capabilities_keys
+    )
+    helm = capabilities.for_clusters(
+        request, helm, render=render, client_for=lambda ref: _client(ref, creds, insecure)
+    )
     return source.BuildOptions(
         ignore_paths=ignore_paths,
         resolve_symlinks=resolve_symlinks,
         render=render,
-        helm=HelmOptions(
-            values=values, set_values=set_values, release=release_name, namespace=helm_namespace
-        ),
+        helm=helm,
         validate=not no_validate,
         allow_private_keys=allow_private_keys,
         strict=strict,
@@ -131,7 +195,7 @@ def build(path: str, out: Path | None, output: str, quiet: bool, **flags: Any) -
             {"digest": layer.digest, "size": layer.size, "files": files, "output": str(out) if out else None}
         )
         return
-    click.echo(f"{layer.digest} {files} files, {layer.size} bytes" + (f" -> {out}" if out else ""))
+    terminal.echo(f"{layer.digest} {files} files, {layer.size} bytes" + (f" -> {out}" if out else ""))
 
 
 @click.command("push")
@@ -203,7 +267,7 @@ def push(
         created=created,
         annotations=manifest.parse_annotations(annotations),
         extra_tags=tags,
-        build=_build(**flags),
+        build=_build(**flags, creds=creds, insecure=insecure),
     )
     sign = signer_mod.SignOptions(
         mode=sign_mode, key_path=key_path, token=identity_token, trust_config=trust_config
@@ -224,18 +288,18 @@ def push(
             partial.json_reported = True  # the rows include the failure: no second JSON document
         else:
             for r in partial.results:
-                click.echo(f"{r.status.value} {r.reference}@{r.digest}")
-            click.echo(f"failed {partial.failed}")
+                terminal.echo(f"{r.status.value} {r.reference}@{r.digest}")
+            terminal.echo(f"failed {partial.failed}")
             for path in partial.left:
-                click.echo(f"not attempted {path}")
+                terminal.echo(f"not attempted {path}")
         raise
     if output == "json":
         _emit(results[0].to_json() if each is None else push_mod.results_json(results))
         return
     for r in results:
-        click.echo(f"{r.status.value} {r.reference}@{r.digest}")
+        terminal.echo(f"{r.status.value} {r.reference}@{r.digest}")
         if r.signed is not None:
-            click.echo(r.signed.describe())
+            terminal.echo(r.signed.describe())
 
 
 def _require_push_arguments(args: tuple[str, ...], each: str | None) -> None:
@@ -303,7 +367,7 @@ def pull(
         _emit(result.to_json())
         return
     revision = result.resolved.manifest.annotations.get(metadata.REVISION, "")
-    click.echo(
+    terminal.echo(
         f"pulled {ref.name}@{result.resolved.digest} ({result.files} files) to {out}"
         + (f"; revision {revision}" if revision else "")
     )
@@ -325,7 +389,7 @@ def tag(reference: str, tags: tuple[str, ...], output: str, creds: str | None, i
         _emit({"repository": ref.name, "digest": digest, "tags": list(tags)})
         return
     for new in tags:
-        click.echo(f"tagged {ref.with_tag(new)}@{digest}")
+        terminal.echo(f"tagged {ref.with_tag(new)}@{digest}")
 
 
 @click.command("inspect")
@@ -344,25 +408,26 @@ def inspect(reference: str, media_type: str | None, output: str, creds: str | No
         _emit(info.to_json())
         return
     value = info.to_json()
-    click.echo(f"digest: {value['digest']}")
-    click.echo(f"mediaType: {value['mediaType']}")
+    terminal.echo(f"digest: {value['digest']}")
+    terminal.echo(f"mediaType: {value['mediaType']}")
     if isinstance(info, inspect_mod.IndexInspection):
         for entry in value["manifests"]:
             platform = entry.get("platform") or {}
             where = "/".join(str(platform[k]) for k in ("os", "architecture", "variant") if k in platform)
-            click.echo(f"manifest {entry.get('mediaType', '-')} {entry.get('digest', '-')} {where}".rstrip())
-        click.echo(value["note"])
+            line = f"manifest {entry.get('mediaType', '-')} {entry.get('digest', '-')} {where}"
+            terminal.echo(line.rstrip())
+        terminal.echo(value["note"])
         return
-    click.echo(f"config {value['config']['mediaType']} {value['config']['digest']}")
+    terminal.echo(f"config {value['config']['mediaType']} {value['config']['digest']}")
     for key, val in sorted(value["annotations"].items()):
-        click.echo(f"annotation {key}: {val}")
+        terminal.echo(f"annotation {key}: {val}")
     for layer in value["layers"]:
-        click.echo(f"layer {layer['mediaType']} {layer['digest']} {layer['size']} bytes")
+        terminal.echo(f"layer {layer['mediaType']} {layer['digest']} {layer['size']} bytes")
     for f in info.files:
         if not f.is_dir:
-            click.echo(f"  {f.mode:04o} {f.size:>10} {f.name}")
+            terminal.echo(f"  {f.mode:04o} {f.size:>10} {f.name}")
     if info.note:
-        click.echo(info.note)
+        terminal.echo(info.note)
 
 
 @click.command("list")
@@ -396,7 +461,7 @@ def list_(
         _emit({"repository": ref.name, "tags": tags})
         return
     for t in tags:
-        click.echo(t)
+        terminal.echo(t)
 
 
 @click.command("diff")
@@ -421,11 +486,15 @@ def diff(
 
     ref = registry.parse(reference, default_tag="latest")
     result = diff_mod.diff(
-        path, _client(ref, creds, insecure), ref, options=_build(**flags), media_type=media_type
+        path,
+        _client(ref, creds, insecure),
+        ref,
+        options=_build(**flags, creds=creds, insecure=insecure),
+        media_type=media_type,
     )
     if output == "json":
         _emit(diff_mod.to_json(result))
     else:
-        click.echo(diff_mod.render_text(result))
+        terminal.echo(diff_mod.render_text(result))
     if result.changed:
         raise click.exceptions.Exit(1)

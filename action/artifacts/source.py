@@ -95,7 +95,7 @@ def prepare(path: str, options: BuildOptions) -> Iterator[Path]:
             yield target
             return
         if options.helm.given:
-            raise UsageError("--values, --set, --release-name and --namespace need --render")
+            raise UsageError(f"{render.HELM_FLAGS} need --render")
         yield given
 
 

@@ -18,6 +18,7 @@ import click
 from action import cliopts
 from action.signing.cli import keyless_policy_options, keyless_verify_options
 from lockgate import output as output_mod
+from lockgate import terminal
 
 if TYPE_CHECKING:
     from lockgate.errors import LockgateError
@@ -83,10 +84,12 @@ def fleet(
         last=last,
     )
     for warning in commands.warnings(request):
-        click.echo(f"warning: {warning}", err=True)
+        terminal.echo(f"warning: {warning}", err=True)
     if not watch:
         shown = commands.read(request, creds=creds, insecure=insecure)
-        click.echo(json.dumps(shown.to_json(), indent=2) if output == "json" else shown.table())
+        click.echo(
+            json.dumps(shown.to_json(), indent=2) if output == "json" else terminal.lines(shown.table())
+        )
         return
     every = parse_duration(interval)
     redraw = output != "json" and sys.stdout.isatty()
@@ -95,12 +98,16 @@ def fleet(
         if output == "json":
             click.echo(json.dumps(shown.to_json(), separators=(",", ":")))
         elif redraw:
-            click.echo(f"{REDRAW}Every {interval}: lockgate fleet {url}  ({shown.time})\n\n{shown.table()}")
+            # our own redraw sequence, then the table with everything else escaped
+            click.echo(
+                REDRAW
+                + terminal.lines(f"Every {interval}: lockgate fleet {url}  ({shown.time})\n\n{shown.table()}")
+            )
         else:
-            click.echo(f"{shown.time}\n{shown.table()}\n")
+            terminal.echo(f"{shown.time}\n{shown.table()}\n")
 
     def failed(error: LockgateError) -> None:
-        click.echo(f"error: {error.message}", err=True)
+        terminal.echo(f"error: {error.message}", err=True)
         if output == "json":
             click.echo(json.dumps(output_mod.error_json(error.message, int(error.exit_code))))
 

@@ -11,6 +11,7 @@ import secrets
 from collections.abc import Mapping
 
 from action.github.report import Annotation
+from lockgate import terminal
 
 
 def escape_data(text: str) -> str:
@@ -26,12 +27,14 @@ def mask(value: str) -> str:
 
 
 def annotation(item: Annotation) -> str:
+    """The workflow command, control characters escaped (``lockgate.terminal``) before
+    GitHub's own escapes: the runner's log viewer obeys ANSI codes."""
     props = []
     for key, value in (("file", item.file), ("line", item.line), ("col", item.col), ("title", item.title)):
         if value is not None:
-            props.append(f"{key}={escape_property(str(value))}")
+            props.append(f"{key}={escape_property(terminal.shown(str(value)))}")
     head = f"::{item.level}" + (" " + ",".join(props) if props else "")
-    return f"{head}::{escape_data(item.message)}"
+    return f"{head}::{escape_data(terminal.lines(item.message))}"
 
 
 def output_file_text(values: Mapping[str, str], *, delimiter: str | None = None) -> str:

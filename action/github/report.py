@@ -18,6 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from lockgate import terminal
+
 OUTPUTS = ("digest", "url", "revision", "changed", "signed-by", "updated", "json")
 
 Result = Any  # the parsed JSON a command printed
@@ -172,7 +174,9 @@ def summary(command: str, result: Result) -> str:
                 lines += [f"Failed (exit {row['error'].get('exitCode')}): {row['error'].get('message')}", ""]
             lines += _objects_table(row)
             lines.append("")
-    return "\n".join(lines).rstrip() + "\n"
+    # what the commands printed as JSON comes back raw here (a tenant's status message, a
+    # forged revision): GitHub's page shows bidi overrides and its log viewer obeys ANSI codes
+    return terminal.lines("\n".join(lines).rstrip() + "\n")
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,7 @@ from typing import Any
 import click
 
 from action.images import run
-from lockgate import output
+from lockgate import output, terminal
 from lockgate.errors import UsageError
 from lockgate.forge import remote
 
@@ -75,7 +75,7 @@ def scan_command(path: Path, output: str, page_size: int, secrets_dir: Path | No
     """List tags and evaluate every ImagePolicy under --path (nothing is written)."""
     report = run.run_scan(path, page_size=page_size, secrets_dir=secrets_dir)
     rows = report.to_json()
-    click.echo(json.dumps(rows, indent=2) if output == "json" else _scan_table(rows))
+    click.echo(json.dumps(rows, indent=2) if output == "json" else terminal.lines(_scan_table(rows)))
     failure = report.failure("scan")
     if failure is not None:
         failure.json_reported = output == "json"
@@ -85,32 +85,32 @@ def scan_command(path: Path, output: str, page_size: int, secrets_dir: Path | No
 def _update_summary(report: run.UpdateReport, dry_run: bool) -> None:
     for item, row in zip(report.automations, report.to_json()["automations"], strict=True):
         if row["suspended"]:
-            click.echo(f"automation {row['automation']} is suspended (spec.suspend); skipped")
+            terminal.echo(f"automation {row['automation']} is suspended (spec.suspend); skipped")
         if dry_run and item.diff:
-            click.echo(item.diff, nl=False)
+            terminal.echo(item.diff, nl=False)
         for change in row["changes"]:
             where = f"{change['file']}:{change['line']}"
-            click.echo(
+            terminal.echo(
                 f"{where}: {change['setter']}: {change['old']} -> {change['new']} ({_why(change['why'])})"
             )
         for problem in row["problems"]:
-            click.echo(
+            terminal.echo(
                 f"{problem['file']}:{problem['line'] or '-'}: {problem['kind']}: {problem['message']}",
                 err=True,
             )
         if row["commit"]:
             done = " and pushed" if row["pushed"] else ""
             how = ("signed, " if row["signed"] else "") + f"{row['attempts']} attempt(s)"
-            click.echo(f"committed {row['commit'][:12]} ({how}) on {row['branch']}{done}")
+            terminal.echo(f"committed {row['commit'][:12]} ({how}) on {row['branch']}{done}")
         if row["pullRequest"]:
             pr = row["pullRequest"]
-            click.echo(f"pull request #{pr['number']} {pr['action']}: {pr['url']}")
+            terminal.echo(f"pull request #{pr['number']} {pr['action']}: {pr['url']}")
     for policy in report.scan.to_json():
         if policy["error"]:
-            click.echo(f"policy {policy['name']}: {policy['error']}", err=True)
+            terminal.echo(f"policy {policy['name']}: {policy['error']}", err=True)
     total = _update_total(report, dry_run)
     if total:
-        click.echo(total)
+        terminal.echo(total)
 
 
 def _update_total(report: run.UpdateReport, dry_run: bool) -> str:

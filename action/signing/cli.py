@@ -14,6 +14,7 @@ from typing import Any, TypeVar
 import click
 
 from action import cliopts
+from lockgate import terminal
 from lockgate.signing import buildclaims
 from lockgate.signing.options import VerifyOptions
 
@@ -21,7 +22,7 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 
 def _emit(output: str, value: dict[str, Any], text: list[str]) -> None:
-    click.echo(json.dumps(value, indent=2) if output == "json" else "\n".join(text))
+    click.echo(json.dumps(value, indent=2) if output == "json" else terminal.lines("\n".join(text)))
 
 
 def _signer_options(func: F) -> F:
@@ -64,7 +65,7 @@ def keygen(output_key_prefix: str, force: bool, output: str) -> None:
     if output == "json":
         click.echo(json.dumps({"privateKey": str(private), "publicKey": str(public)}, indent=2))
         return
-    click.echo(f"Private key written to {private}\nPublic key written to {public}", err=True)
+    terminal.echo(f"Private key written to {private}\nPublic key written to {public}", err=True)
 
 
 @click.command("sign")
@@ -298,7 +299,7 @@ def verify(
 
     options = keyless_verify_options(key_path, keyless)
     for warning in commands.verify_warnings(options):
-        click.echo(f"warning: {warning}", err=True)
+        terminal.echo(f"warning: {warning}", err=True)
     if predicate_type is not None:
         found = commands.verify_attestation(
             reference, options, predicate_type, creds=creds, insecure=insecure

@@ -17,7 +17,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from lockgate import semver
+from lockgate import semver, terminal
 
 #: how a cell that holds nothing is drawn in the table
 NOTHING = "—"
@@ -193,12 +193,13 @@ class Fleet:
         """REVISION, DIGEST and a column per cluster; the reasons of unverified cells below."""
         if not self.rows:
             return f"oci://{self.repository}: no revisions"
-        header = ["REVISION", "DIGEST", *(shown(c) for c in self.clusters)]
+        # a forged attestation may name a cluster "\x1b[2J": every cell escaped, and cut
+        header = ["REVISION", "DIGEST", *(terminal.shown(c, limit=WIDEST) for c in self.clusters)]
         lines = [header] + [
             [
-                shown(row.revision.label),
+                terminal.shown(row.revision.label, limit=WIDEST),
                 short(row.revision.digest),
-                *(shown(row.cell(c).text()) for c in self.clusters),
+                *(terminal.shown(row.cell(c).text(), limit=WIDEST) for c in self.clusters),
             ]
             for row in self.rows
         ]
@@ -209,7 +210,8 @@ class Fleet:
         if not self.clusters:
             out.append("(no health attestations yet)")
         notes = [
-            f"  {shown(row.revision.label)} in {shown(name)}: {shown(row.cell(name).reason, limit=None)}"
+            f"  {terminal.shown(row.revision.label, limit=WIDEST)} in {terminal.shown(name, limit=WIDEST)}: "
+            f"{terminal.shown(row.cell(name).reason)}"
             for row in self.rows
             for name in self.clusters
             if row.cell(name).unverified and row.cell(name).reason
@@ -217,13 +219,6 @@ class Fleet:
         if notes:
             out += ["", "unverified (signed by no --key or identity given):", *notes]
         return "\n".join(out)
-
-
-def shown(text: str, *, limit: int | None = WIDEST) -> str:
-    """``text`` safe for a terminal: control characters escaped (a forged attestation may name
-    a cluster ``\\x1b[2J``), cut to ``limit`` characters."""
-    safe = "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
-    return safe if limit is None or len(safe) <= limit else safe[: limit - 1] + "…"
 
 
 def build(

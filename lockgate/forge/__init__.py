@@ -6,18 +6,21 @@ values and the HTTP client; ``github``, ``gitlab``, ``gitea`` (also Forgejo), ``
 Flux notification-controller's provider names. The runner's notifications send the status
 requests (``runner.serve.notify``); ``lockgate images update --pr`` keeps one pull request
 current (``action.images.pullrequest``). ``api_root`` is the API base a self-hosted forge
-is reached at: derived from the repository's URL unless set (``apiURL``).
+is reached at: derived from the repository's URL unless set (``apiURL``). Where a token may
+go is ``destination``'s: ``pin`` reads a provider's configuration once, ``target`` decides per
+artifact, from that configuration only.
 """
 
 from __future__ import annotations
 
 from types import ModuleType
 
-from lockgate.forge import azuredevops, bitbucket, bitbucketserver, gitea, github, gitlab
+from lockgate.forge import azuredevops, bitbucket, bitbucketserver, destination, gitea, github, gitlab
 from lockgate.forge.base import Client, Credentials, OnePullRequest, Request, Status
+from lockgate.forge.destination import Pin
 from lockgate.forge.remote import FORGES, ForgeName, Repository
 
-__all__ = ["FORGES", "ForgeName", "api_root", "module", "pull_requests", "status_request"]
+__all__ = ["FORGES", "ForgeName", "api_root", "module", "pin", "pull_requests", "status_request"]
 
 _MODULES: dict[ForgeName, ModuleType] = {
     "github": github,
@@ -36,6 +39,12 @@ def module(forge: ForgeName) -> ModuleType:
 def api_root(repository: Repository, api_url: str | None = None) -> str:
     root = api_url or module(repository.forge).api_root(repository)
     return str(root).rstrip("/")
+
+
+def pin(forge: ForgeName, *, address: str | None, api_url: str | None) -> Pin:
+    """Where a provider's token may go, from its ``address`` and ``apiURL`` only
+    (``destination.pin``; ``destination.PinError`` when it may go nowhere)."""
+    return destination.pin(forge, address=address, api_url=api_url, derive=api_root)
 
 
 def status_request(

@@ -4,10 +4,10 @@ A forge module (``github``, ``gitlab``, ``gitea``, ``bitbucket``, ``bitbucketser
 ``azuredevops``) turns a ``Status`` into one documented REST request (pure: the runner's
 notification queue sends it) and keeps one pull/merge request current as a
 ``OnePullRequest`` (find, open, rewrite; a lost race to open it is recovered here, once for
-all forges) through ``Client``, the only place a forge's answer is read. ``Client`` sends
-the credential only in a header, trusts an extra CA when given one (in memory, through
-``lockgate.tls``), and its errors name the forge, the call and the HTTP status, never the
-token.
+all forges) through ``Client``, the only place a forge's answer is read: streamed and capped
+(``lockgate.replies``), its JSON within the parsing bounds. ``Client`` sends the credential
+only in a header, trusts an extra CA when given one (in memory, through ``lockgate.tls``),
+and its errors name the forge, the call, the endpoint and the HTTP status, never the token.
 """
 
 from __future__ import annotations
@@ -22,8 +22,8 @@ from typing import Any, Literal
 
 import requests
 
-from lockgate import __version__, tls
-from lockgate.errors import AuthError, LockgateError, UsageError
+from lockgate import __version__, boundedjson, replies, tls
+from lockgate.errors import AuthError, LockgateError, ReplyTooLarge, UsageError
 from lockgate.forge.remote import ForgeName, Repository
 
 State = Literal["pending", "success", "failure"]
@@ -187,37 +187,52 @@ class Client:
         params: Mapping[str, str] | None = None,
     ) -> Any:
         url = f"{self.api_root}{path}"
+        what = f"{self.forge} API {method} {path}"
+        status = 0
         try:
             response = self.session.request(
-                method, url, json=json, params=params, timeout=30, allow_redirects=False
+                method, url, json=json, params=params, timeout=30, allow_redirects=False, stream=True
             )
-        except (requests.ConnectionError, requests.Timeout) as exc:
+            status = response.status_code
+            content = replies.read(response)
+        except ReplyTooLarge as exc:
+            if status in ok:
+                raise PullRequestError(f"{what}: {exc.message}", status=status) from None
+            content = b""  # an error's body too large to read: its status says enough
+        except requests.RequestException as exc:
             reason = type(exc).__name__
             raise PullRequestError(
                 f"cannot reach the {self.forge} API at {self.api_root}: {reason}"
             ) from None
-        if response.status_code in ok:
+        if status in ok:
             try:
-                return response.json() if response.content else {}
+                return _json(content, what) if content else {}
             except ValueError:
                 raise PullRequestError(
-                    f"{self.forge} API {method} {path} answered HTTP {response.status_code} without JSON "
-                    f"(is {self.api_root} the API base?)",
-                    status=response.status_code,
+                    f"{what} answered HTTP {status} without JSON (is {self.api_root} the API base?)",
+                    status=status,
                 ) from None
-        detail = _detail(response)
-        what = f"{self.forge} API {method} {path} answered HTTP {response.status_code}"
+        detail = _detail(content, what)
+        what += f" answered HTTP {status}"
         what += f": {detail}" if detail else ""
-        if response.status_code in (401, 403):
+        if status in (401, 403):
             raise AuthError(
                 f"{what}; check that {TOKEN_HINT[self.forge]} may write pull requests in {self.repository}"
             )
-        raise PullRequestError(what, status=response.status_code)
+        raise PullRequestError(what, status=status)
 
 
-def _detail(response: requests.Response) -> str:
+def _json(content: bytes, what: str) -> Any:
+    """A forge's JSON answer within the parsing bounds (depth); malformed is a ``ValueError``."""
     try:
-        data = response.json()
+        return boundedjson.json_value(content, what, max_bytes=replies.MAX_REPLY_BYTES)
+    except boundedjson.LimitExceeded as exc:
+        raise ValueError(exc.message) from None
+
+
+def _detail(content: bytes, what: str) -> str:
+    try:
+        data = _json(content, what)
     except ValueError:
         return ""
     if isinstance(data, dict):
@@ -232,8 +247,9 @@ def _detail(response: requests.Response) -> str:
 
 def session_trusting(ca: bytes | None) -> requests.Session:
     """A session trusting the system's roots plus ``ca`` (Flux adds ``ca.crt`` to the system
-    pool), the CA held in memory: one ``ssl.SSLContext`` through ``lockgate.tls.TLSAdapter``."""
-    session = requests.Session()
+    pool), the CA held in memory: one ``ssl.SSLContext`` through ``lockgate.tls.TLSAdapter``.
+    Every reply it reads is capped (``lockgate.replies``)."""
+    session = replies.session()
     if ca:
         try:
             context = ssl.create_default_context(cadata=ca.decode("ascii"))

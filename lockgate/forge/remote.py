@@ -5,7 +5,8 @@ gitlab.com, bitbucket.org, dev.azure.com and ``*.visualstudio.com``, codeberg.or
 path (``/_git/`` is Azure DevOps, ``/scm/`` Bitbucket Server); a self-hosted GitLab or Gitea
 has neither, so ``--forge`` (or a provider's ``type``) names it. ``repository`` reads each
 forge's URL forms (HTTPS, ``ssh://``, scp-like ``git@host:path``, ``git://``) into the parts
-its REST API addresses: owner and name (GitLab: the group path, nested groups included;
+its REST API addresses: owner and name (GitLab: the group path, nested groups included, or
+a project's numeric ID alone, as Flux's Provider address may give it;
 Bitbucket Server: the project key; Azure DevOps: the project, the organisation being part
 of ``base_url``). ``commit`` parses Flux's revision formats (``main@sha1:<sha>``,
 ``sha1:<sha>``, the older ``main/<sha>``, a bare SHA) as ``source``/``revision``
@@ -48,7 +49,12 @@ class Repository:
 
     @property
     def slug(self) -> str:
-        return f"{self.owner}/{self.name}"
+        return f"{self.owner}/{self.name}" if self.owner else self.name
+
+    @property
+    def by_id(self) -> bool:
+        """A GitLab project named by its numeric ID (``https://gitlab.com/1234``), not its path."""
+        return self.forge == "gitlab" and not self.owner and self.name.isdigit()
 
     def __str__(self) -> str:
         return self.slug
@@ -83,7 +89,8 @@ def _split(url: str) -> tuple[str, str, list[str]]:
         scheme = parts.scheme if parts.scheme in ("http", "https") else "https"
         # an ssh or git port is not the web server's
         port = f":{parts.port}" if parts.port and parts.scheme in ("http", "https") else ""
-        netloc, path = parts.hostname + port, parts.path
+        host = f"[{parts.hostname}]" if ":" in parts.hostname else parts.hostname  # IPv6
+        netloc, path = host + port, parts.path
     path = path.strip("/")
     if path.endswith(".git"):
         path = path[: -len(".git")]
@@ -113,6 +120,8 @@ def repository(url: str, forge: ForgeName) -> Repository:
     if forge == "gitlab":
         if "-" in segments:  # a browser URL: group/project/-/tree/main
             segments = segments[: segments.index("-")]
+        if len(segments) == 1 and segments[0].isdigit():  # a project ID, as Flux's address allows
+            return Repository(forge, root, "", segments[0])
         if len(segments) < 2:
             raise NotARepository(f"{url!r}: a GitLab project URL is https://HOST/GROUP[/SUBGROUP...]/PROJECT")
         return Repository(forge, root, "/".join(segments[:-1]), segments[-1])

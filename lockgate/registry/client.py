@@ -17,10 +17,12 @@ from typing import IO, TYPE_CHECKING, Any
 
 import requests
 
+from lockgate import replies
 from lockgate.errors import (
     AuthError,
     LockgateError,
     RegistryError,
+    ReplyTooLarge,
     ResolveError,
     UsageError,
     VerificationError,
@@ -36,12 +38,13 @@ from lockgate.registry.transport import RetryPolicy, Transport
 
 if TYPE_CHECKING:
     from lockgate.registry import cloud
+    from lockgate.registry.beneath import Tree
 
 CHUNK = 1 << 20
 MAX_MANIFEST_BYTES = oci.MAX_DOCUMENT_BYTES
 #: one page of a tag list (10,000 tags of 128 characters fit with room to spare)
 MAX_TAG_PAGE_BYTES = 16 << 20
-_ERROR_BODY_BYTES = 1 << 20
+_ERROR_BODY_BYTES = replies.MAX_REPLY_BYTES
 
 
 @dataclass(frozen=True)
@@ -74,6 +77,7 @@ class RegistryClient:
         options: TransportOptions | None = None,
         provider: str = "generic",
         identity: cloud.Identity | None = None,
+        layout_tree: Tree | None = None,
     ) -> RegistryClient:
         """A client for ``ref.host``; plain http when ``insecure``, https then http when loopback.
 
@@ -81,13 +85,14 @@ class RegistryClient:
         ``options``: CA, client certificate and proxy (``lockgate.registry.connection``).
         ``provider`` (aws, azure, gcp): credentials from the cloud's workload identity (or
         ``identity``, a per-sync one) instead of the Docker config (``lockgate.registry.cloud``).
-        An ``oci-layout://`` reference gets the layout directory's store (``layout_dir``)."""
+        An ``oci-layout://`` reference gets the layout directory's store (``layout_dir``), every
+        file reached through ``layout_tree`` (a Sync's allowed root; default ``/``)."""
         if ref.layout is not None:
             from pathlib import Path
 
             from lockgate.registry import layout_dir
 
-            return layout_dir.LayoutStore.open(Path(ref.layout))
+            return layout_dir.LayoutStore.open(Path(ref.layout), tree=layout_tree)
         refused = None
         if provider != "generic":
             from lockgate.registry import cloud as cloud_mod
@@ -343,14 +348,10 @@ def _read_limited(response: requests.Response, limit: int, where: str) -> bytes:
 
 
 def _read_body(response: requests.Response, limit: int, what: str) -> bytes:
-    parts: list[bytes] = []
-    total = 0
-    for chunk in response.iter_content(64 * 1024):
-        total += len(chunk)
-        if total > limit:
-            raise RegistryError(f"{what} is larger than {limit} bytes; refusing it")
-        parts.append(chunk)
-    return b"".join(parts)
+    try:
+        return replies.read(response, limit=limit)
+    except ReplyTooLarge as exc:
+        raise RegistryError(f"{what} is larger than {limit} bytes; refusing it ({exc.detail})") from None
 
 
 def _json(response: requests.Response, limit: int, what: str) -> Any:
@@ -366,11 +367,14 @@ def _json(response: requests.Response, limit: int, what: str) -> Any:
 def _failure(response: requests.Response, where: str) -> Exception:
     code, message = "", ""
     try:
-        # an error body is read for its first code and message only, within the parsing bounds
-        body = oci.read(response.content, "error body", max_bytes=_ERROR_BODY_BYTES)
+        # an error body is read for its first code and message only, within the cap and the
+        # parsing bounds (a streamed error never whole)
+        body = oci.read(
+            replies.read(response, limit=_ERROR_BODY_BYTES), "error body", max_bytes=_ERROR_BODY_BYTES
+        )
         first = (body.get("errors") or [{}])[0] if isinstance(body, dict) else {}
         code, message = str(first.get("code", "")), str(first.get("message", ""))
-    except (ValueError, AttributeError, IndexError, LockgateError):
+    except (ValueError, AttributeError, IndexError, LockgateError, requests.RequestException):
         pass
     detail = (
         f"HTTP {response.status_code}" + (f" {code}" if code else "") + (f": {message}" if message else "")

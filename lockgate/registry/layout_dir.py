@@ -10,9 +10,12 @@ A layout is files anyone may have edited, so every blob and manifest read is has
 mismatch is refused naming the file. Writes never leave a half-written file where a reader
 looks: a blob goes to a temporary file in ``blobs/<alg>/`` and is renamed once its digest
 checks, and ``index.json`` is replaced by rename (under a lock on the directory) only after
-the content it names is in place. Referrers are found as oras finds them in a layout: the
-manifests listed in ``index.json`` whose ``subject`` is the digest (``put_manifest`` by
-digest lists a manifest untagged), plus a tag-schema fallback index if one was copied in.
+the content it names is in place. Every file is reached through a ``beneath.Tree``: a
+Sync's layout is confined to the root its Runner allows, so no symlink in it leads a read
+or an attestation's write anywhere else; the command line's tree is ``/``. Referrers are
+found as oras finds them in a layout: the manifests listed in ``index.json`` whose
+``subject`` is the digest (``put_manifest`` by digest lists a manifest untagged), plus a
+tag-schema fallback index if one was copied in.
 """
 
 from __future__ import annotations
@@ -21,7 +24,6 @@ import fcntl
 import hashlib
 import json
 import os
-import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -29,6 +31,7 @@ from typing import IO, Any
 
 from lockgate.errors import ResolveError, VerificationError
 from lockgate.registry import oci
+from lockgate.registry.beneath import Tree
 from lockgate.registry.client import CHUNK, MAX_MANIFEST_BYTES, FetchedManifest, RegistryClient
 from lockgate.registry.oci import MANIFEST_TYPES, Descriptor, Referrers, referrers_tag, sha256_digest
 from lockgate.registry.reference import DIGEST_PATTERN
@@ -45,34 +48,38 @@ class LayoutStore(RegistryClient):
     """The registry verbs over one layout directory; ``repo`` arguments are ignored (a layout
     holds one repository). Open it with ``open`` (reading) or ``create`` (a copy's target)."""
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, tree: Tree | None = None) -> None:
         # no transport: nothing here goes over the network
         self.root = root
+        #: every file is reached through it: a Sync's layout stays under its allowed root
+        self.tree = tree or Tree(Path("/"))
         self.cache = None
         self._counts: dict[str, int] = {}
         self._subjects: dict[str, str | None] = {}
 
     @classmethod
-    def open(cls, root: Path) -> LayoutStore:
-        if not (root / LAYOUT_FILE).is_file() or not (root / INDEX_FILE).is_file():
+    def open(cls, root: Path, *, tree: Tree | None = None) -> LayoutStore:
+        store = cls(root, tree)
+        if not store.tree.is_file(root / LAYOUT_FILE) or not store.tree.is_file(root / INDEX_FILE):
             raise ResolveError(
                 f"oci-layout://{root}: not an OCI image layout (no {LAYOUT_FILE} or {INDEX_FILE} file); "
                 "write one with `lockgate copy SRC oci-layout://DIR`"
             )
-        return cls(root)
+        return store
 
     @classmethod
-    def create(cls, root: Path) -> LayoutStore:
+    def create(cls, root: Path, *, tree: Tree | None = None) -> LayoutStore:
         """The layout at ``root``, made (empty) when the directory does not hold one yet."""
-        if (root / LAYOUT_FILE).is_file():
-            return cls.open(root)
-        if root.exists() and any(root.iterdir()):
+        store = cls(root, tree)
+        if store.tree.is_file(root / LAYOUT_FILE):
+            return cls.open(root, tree=tree)
+        if store.tree.exists(root) and store.tree.listdir(root):
             raise ResolveError(
                 f"oci-layout://{root}: the directory is not empty and holds no {LAYOUT_FILE} file; "
                 "name a new or empty directory"
             )
-        (root / "blobs" / "sha256").mkdir(parents=True, exist_ok=True)
-        store = cls(root)
+        with store.tree.directory(root / "blobs" / "sha256", create=True):
+            pass
         with store._locked():
             empty = {"schemaVersion": 2, "mediaType": oci.OCI_INDEX, "manifests": []}
             store._replace(INDEX_FILE, _encode(empty))
@@ -96,7 +103,7 @@ class LayoutStore(RegistryClient):
     def _index(self) -> dict[str, Any]:
         path = self.root / INDEX_FILE
         try:
-            data = path.read_bytes()
+            data = self.tree.read_bytes(path)
         except OSError as exc:
             raise ResolveError(f"{path}: cannot read the layout's index ({exc.strerror})") from None
         value = oci.read(data, str(path), max_bytes=MAX_INDEX_BYTES)
@@ -120,19 +127,12 @@ class LayoutStore(RegistryClient):
     @contextmanager
     def _locked(self) -> Iterator[None]:
         """One writer of ``index.json`` at a time (a lock on the directory itself)."""
-        fd = os.open(self.root, os.O_RDONLY)
-        try:
+        with self.tree.directory(self.root) as fd:
             fcntl.flock(fd, fcntl.LOCK_EX)
             yield
-        finally:
-            os.close(fd)
 
     def _replace(self, name: str, data: bytes) -> None:
-        with tempfile.NamedTemporaryFile(dir=self.root, prefix=f".{name}.", delete=False) as out:
-            out.write(data)
-            out.flush()
-            os.fsync(out.fileno())
-        os.replace(out.name, self.root / name)
+        self.tree.write_atomic(self.root / name, [data])
 
     def _list(self, ref: str, entry: Descriptor) -> None:
         """Point the tag ``ref`` at ``entry`` (or list a digest untagged) in ``index.json``."""
@@ -164,7 +164,7 @@ class LayoutStore(RegistryClient):
         return self.root / "blobs" / algorithm / hexdigest
 
     def blob_exists(self, repo: str, digest: str) -> bool:
-        return self.blob_path(digest).is_file()
+        return self.tree.is_file(self.blob_path(digest))
 
     def _read_checked(self, digest: str, dest: IO[bytes] | None, max_size: int | None) -> tuple[int, bytes]:
         """Stream the blob file into ``dest`` (or return it when ``dest`` is None), refusing a
@@ -174,7 +174,7 @@ class LayoutStore(RegistryClient):
         hasher = hashlib.new(algorithm)
         total, parts = 0, []
         try:
-            handle = path.open("rb")
+            handle = os.fdopen(self.tree.open(path), "rb")
         except FileNotFoundError:
             raise ResolveError(
                 f"oci-layout://{self.root}: blob {digest} not found ({path} is missing)"
@@ -202,27 +202,19 @@ class LayoutStore(RegistryClient):
 
     def upload_blob(self, repo: str, stream: IO[bytes] | bytes, *, digest: str, size: int) -> None:
         path = self.blob_path(digest)
-        path.parent.mkdir(parents=True, exist_ok=True)
         algorithm, _, expected = digest.partition(":")
         hasher = hashlib.new(algorithm)
-        with tempfile.NamedTemporaryFile(dir=path.parent, prefix=".upload-", delete=False) as out:
-            try:
-                if isinstance(stream, bytes):
-                    hasher.update(stream)
-                    out.write(stream)
-                else:
-                    while chunk := stream.read(CHUNK):
-                        hasher.update(chunk)
-                        out.write(chunk)
-                out.flush()
-                os.fsync(out.fileno())
-            except BaseException:
-                os.unlink(out.name)
-                raise
-        if hasher.hexdigest() != expected:
-            os.unlink(out.name)
-            raise VerificationError(f"{path}: the bytes written hash to {algorithm}:{hasher.hexdigest()}")
-        os.replace(out.name, path)
+
+        def checked() -> Iterator[bytes]:
+            """The bytes, hashed on the way; refused before the rename when they are not ``digest``."""
+            chunks = [stream] if isinstance(stream, bytes) else iter(lambda: stream.read(CHUNK), b"")
+            for chunk in chunks:
+                hasher.update(chunk)
+                yield chunk
+            if hasher.hexdigest() != expected:
+                raise VerificationError(f"{path}: the bytes written hash to {algorithm}:{hasher.hexdigest()}")
+
+        self.tree.write_atomic(path, checked())
         self._count("write")
 
     # -- manifests --------------------------------------------------------------------------

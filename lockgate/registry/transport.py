@@ -29,8 +29,8 @@ from typing import IO, Any
 
 import requests
 
-from lockgate import __version__
-from lockgate.errors import AuthError, RegistryError
+from lockgate import __version__, replies
+from lockgate.errors import AuthError, RegistryError, ReplyTooLarge
 from lockgate.registry import connection, oci, origins
 from lockgate.registry.connection import TransportOptions
 from lockgate.registry.credentials import Credentials
@@ -40,7 +40,7 @@ RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
 MAX_REDIRECTS = 10
 _BODY_HEADERS = frozenset({"content-type", "content-length", "content-encoding"})
 #: a token service's answer is a token and a few fields
-_TOKEN_BYTES = 1 << 20
+_TOKEN_BYTES = replies.MAX_REPLY_BYTES
 _CHALLENGE_PARAM = re.compile(r'(\w+)\s*=\s*(?:"([^"]*)"|([^\s,]+))')
 
 
@@ -192,7 +192,8 @@ class Transport:
                     headers=self._headers(scope, headers) if own else dict(headers or {}),
                     params=params,
                     data=data,
-                    stream=stream,
+                    # always streamed: a body the caller reads whole is read below, within the cap
+                    stream=True,
                     timeout=self.timeout,
                     # redirects are followed by ``request``, which decides who gets credentials
                     allow_redirects=False,
@@ -240,7 +241,19 @@ class Transport:
             if response.status_code == 401:
                 response.close()
                 raise self._refused(scope)
+            if not stream:
+                self._read_capped(response, method, url)
             return response
+
+    def _read_capped(self, response: requests.Response, method: str, url: str) -> None:
+        """Read the body of a reply the caller takes whole (an upload's answer, an error)
+        within ``lockgate.replies``' cap, as ``requests`` would have read it whole."""
+        try:
+            replies.cap(response).content  # noqa: B018 - the read is the point
+        except ReplyTooLarge as exc:
+            raise RegistryError(f"registry {self.host} ({method} {_path(url)}): {exc.message}") from None
+        except requests.RequestException as exc:
+            raise RegistryError(f"registry {self.host} ({method} {_path(url)}): {_reason(exc)}") from None
 
     def _headers(self, scope: str, extra: Mapping[str, str] | None) -> dict[str, str]:
         headers = dict(extra or {})
@@ -297,7 +310,11 @@ class Transport:
                     f"token service of {self.host} answered HTTP {reply.status_code} for {scope}"
                 )
             try:
-                body: Any = oci.read(reply.content, f"token service of {self.host}", max_bytes=_TOKEN_BYTES)
+                content = replies.read(reply, limit=_TOKEN_BYTES)
+            except ReplyTooLarge as exc:
+                raise RegistryError(f"token service of {self.host}: {exc.message}") from None
+            try:
+                body: Any = oci.read(content, f"token service of {self.host}", max_bytes=_TOKEN_BYTES)
             except ValueError:
                 raise RegistryError(
                     f"token service of {self.host} answered something that is not JSON"
@@ -336,6 +353,7 @@ class Transport:
                 auth=auth if own else None,
                 timeout=self.timeout,
                 allow_redirects=False,
+                stream=True,  # read by ``_fetch_token`` within its cap, never whole
             )
             hop = origins.redirect(method, reply.status_code, reply.headers.get("Location"), url)
             if hop is None:

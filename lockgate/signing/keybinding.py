@@ -14,10 +14,12 @@ Which entries are bound follows a requirement's ``bindKeysToClusters`` (``bind``
   selects (its ``cluster``, or a name its ``clusters`` patterns match, the runner's own
   included) is a Secret of cluster keys, and every entry is bound to the name it has (a
   ``fleet.pub`` beside them then attests for a cluster ``fleet`` only); a Secret in which none
-  is (one ``cosign.pub``, or keys named after people) stays unbound, any key for any cluster
-  as before, and ``unbound_warning`` says so for a quorum;
+  is (one ``cosign.pub``, or keys named after people) stays unbound, any key for any cluster;
+  for a quorum of more than one cluster that is refused (``unbound_refusal``: one key could
+  make the quorum alone), and for a quorum of one ``unbound_warning`` says so;
 - ``true``: every entry is bound to its name, whatever the names;
-- ``false``: none is (every key for every cluster: one key shared by a stage's runners).
+- ``false``: none is (every key for every cluster: one key shared by a stage's runners), said
+  in so many words, so a quorum over it is neither refused nor warned about.
 
 Pure: the Secret's entries in, policies and words out; the caller reads the Secret.
 """
@@ -93,4 +95,26 @@ def unbound_warning(policy: KeySetPolicy, *, quorum: bool, bind: bool | None) ->
         "trusted to attest for every cluster of the quorum, so the runner holding it can attest healthy "
         "as all of them; name each entry <clusterName>.pub after the cluster whose runner holds the key, "
         f"or set {FIELD}: true ({FIELD}: false keeps one shared key and says nothing)"
+    )
+
+
+def unbound_refusal(policy: KeySetPolicy, *, min_clusters: int, bind: bool | None) -> str | None:
+    """Why a quorum of ``min_clusters`` > 1 may not be checked against ``policy``: a key bound to
+    no cluster can attest healthy as every cluster of it, so one runner's key would make the
+    quorum alone. Nothing when every key is bound, or ``bindKeysToClusters: false`` said so."""
+    if bind is False or min_clusters <= 1:
+        return None
+    unbound = [key.source for key in policy.keys if key.cluster is None]
+    if not unbound:
+        return None
+    entries = ", ".join(source.rpartition("[")[2].rstrip("]") for source in unbound)
+    one = len(unbound) == 1
+    return (
+        f"{policy.source}: {'its entry' if one else 'its entries'} {entries} "
+        f"{'is' if one else 'are'} named after no cluster this quorum selects, so "
+        f"{'that key is' if one else 'each of those keys is'} trusted to attest healthy for every cluster "
+        f"of it and one runner's key could make all {min_clusters} alone; rename each entry "
+        "<clusterName>.pub after the cluster whose runner holds the key (kubectl create secret generic "
+        f"--from-file=<clusterName>.pub), or set {FIELD}: true, or {FIELD}: false to accept one key "
+        "shared by the stage's runners"
     )

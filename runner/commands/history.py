@@ -14,7 +14,7 @@ from pathlib import Path
 
 import click
 
-from lockgate import tlsflags
+from lockgate import terminal, tlsflags
 from lockgate.output import output_option
 from runner.pipeline import installed, report, status
 from runner.serve import leases
@@ -64,7 +64,7 @@ def status_(
             context=context,
             address=address,
             open_browser=not no_open,
-            announce=click.echo,
+            announce=terminal.echo,
         )
         return
     listing = status.read(namespace=namespace, name=name, kubeconfig=kubeconfig, context=context)
@@ -72,9 +72,9 @@ def status_(
         docs = [status.to_json(inv) for inv in listing.inventories]
         click.echo(json.dumps(docs[0] if name else docs, indent=2))
     elif name:
-        click.echo(status.detail(listing.inventories[0]))
+        terminal.echo(status.detail(listing.inventories[0]))
     else:
-        click.echo(status.table(listing))
+        terminal.echo(status.table(listing))
 
 
 @click.command("sync")
@@ -89,7 +89,7 @@ def sync(name: str, namespace: str | None, kubeconfig: Path | None, context: str
     if output == "json":
         click.echo(json.dumps({"name": name, "requestedAt": at}, indent=2))
         return
-    click.echo(f"sync {name}: requested at {at}; lockgate serve runs it within seconds")
+    terminal.echo(f"sync {name}: requested at {at}; lockgate serve runs it within seconds")
 
 
 @click.command("rollback")
@@ -133,7 +133,9 @@ def rollback_(
     sync_options = sync_options.with_flags(tlsflags.given_options())
     keeper = leases.LeaseKeeper.from_kubeconfig(kubeconfig, context=context)
     result = leases.rollback(keeper, sync_options, to=to, kubeconfig=kubeconfig, context=context)
-    click.echo(json.dumps(result.to_json(), indent=2) if output == "json" else report.table(result))
+    click.echo(
+        json.dumps(result.to_json(), indent=2) if output == "json" else terminal.lines(report.table(result))
+    )
     if result.error is not None:
         result.error.json_reported = output == "json"
         raise result.error

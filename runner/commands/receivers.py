@@ -13,6 +13,7 @@ from pathlib import Path
 
 import click
 
+from lockgate import terminal
 from lockgate.output import output_option
 from runner.kube.client import Kube
 from runner.pipeline import config as config_mod
@@ -43,9 +44,9 @@ def receivers_(config_path: Path, kubeconfig: Path | None, context: str | None, 
         click.echo(json.dumps([{"name": p.name, "type": p.type, "path": p.path} for p in paths], indent=2))
         return
     if not paths:
-        click.echo(f"--config {config_path}: no receivers (spec.receivers of the Runner document)")
+        terminal.echo(f"--config {config_path}: no receivers (spec.receivers of the Runner document)")
         return
     width = max(len(p.name) for p in paths)
-    click.echo(f"{'NAME':<{width}}  {'TYPE':<9}  PATH")
+    terminal.echo(f"{'NAME':<{width}}  {'TYPE':<9}  PATH")
     for p in paths:
-        click.echo(f"{p.name:<{width}}  {p.type:<9}  {p.path}")
+        terminal.echo(f"{p.name:<{width}}  {p.type:<9}  {p.path}")

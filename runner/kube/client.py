@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from runner.kube import auth, kubeconfig
+from runner.kube import auth, discovery, kubeconfig
 from runner.kube.discovery import Discovery, Resource
 from runner.kube.errors import NotFoundError
 from runner.kube.transport import Transport
@@ -116,6 +116,10 @@ class Kube:
 
     def resource(self, api_version: str, kind: str) -> Resource:
         return self.discovery.resource(api_version, kind)
+
+    def served(self) -> dict[str, tuple[str, ...]]:
+        """Every served group-version and its kinds, read now (``discovery.served``)."""
+        return discovery.served(self._discover)
 
     def knows(self, api_version: str, kind: str) -> bool:
         return self.discovery.knows(api_version, kind)
@@ -272,13 +276,16 @@ class Kube:
         *,
         propagation: str = "Background",
         resource_version: str = "",
+        uid: str = "",
     ) -> bool:
         """Delete; False when it was already gone. With ``resource_version`` only that version
-        of the object is deleted (a newer one answers 409)."""
+        of the object is deleted (a newer one answers 409), with ``uid`` only that object (not
+        one created again under its name)."""
         self._before_write()
         body: dict[str, Any] = {"propagationPolicy": propagation}
-        if resource_version:
-            body["preconditions"] = {"resourceVersion": resource_version}
+        preconditions = {k: v for k, v in (("resourceVersion", resource_version), ("uid", uid)) if v}
+        if preconditions:
+            body["preconditions"] = preconditions
         try:
             self.transport.request(
                 "DELETE",

@@ -2,7 +2,8 @@
 
 A pass discovers only the group-versions its objects use; a miss is looked up again once
 (a CRD applied in this pass may have just become served). The resources the runner writes
-itself (Secrets, Namespaces, Events, Leases) are constants.
+itself (Secrets, Namespaces, Events, Leases) are constants. ``served`` reads every served
+group-version and its kinds afresh, for the capabilities a runner publishes.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from lockgate.errors import ApplyError
+from lockgate.errors import ApplyError, LockgateError
 
 
 @dataclass(frozen=True)
@@ -99,3 +100,25 @@ class Discovery:
             return self.resource(api_version, kind).namespaced
         except ApplyError:
             return None
+
+
+def _path(group_version: str) -> str:
+    return f"/apis/{group_version}" if "/" in group_version else f"/api/{group_version}"
+
+
+def served(fetch: Fetch) -> dict[str, tuple[str, ...]]:
+    """Every group-version the API server lists (``/api``, ``/apis``) and the kinds each serves,
+    read now (no cache). A group-version whose resources cannot be read (an aggregated API whose
+    server is down answers 503) is listed without kinds, as discovery clients leave it."""
+    group_versions = [str(v) for v in (fetch("/api") or {}).get("versions", [])]
+    for group in (fetch("/apis") or {}).get("groups", []):
+        group_versions += [str(v["groupVersion"]) for v in group.get("versions", []) if "groupVersion" in v]
+    found: dict[str, tuple[str, ...]] = {}
+    for group_version in dict.fromkeys(group_versions):
+        try:
+            body = fetch(_path(group_version)) or {}
+        except LockgateError:
+            body = {}
+        kinds = {str(r["kind"]) for r in body.get("resources", []) if "/" not in str(r.get("name", ""))}
+        found[group_version] = tuple(sorted(kinds))
+    return found

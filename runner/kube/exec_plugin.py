@@ -23,6 +23,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from lockgate import terminal as term
 from lockgate.errors import AuthError, UsageError
 from runner.kube import kubeconfig
 
@@ -168,5 +169,5 @@ def run(
         raise AuthError(f"{what} failed (exit {done.returncode}): {_tail(stderr)}")
     if stderr:
         # what kubectl shows too: the plugin's own warnings, for the user
-        sys.stderr.write(stderr.decode(errors="replace"))
+        sys.stderr.write(term.lines(stderr.decode(errors="replace")))
     return parse(done.stdout, config)

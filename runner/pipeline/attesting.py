@@ -17,6 +17,7 @@ import datetime as dt
 from dataclasses import dataclass
 
 from lockgate import registry
+from lockgate.registry.beneath import Tree
 from runner.pipeline.secretrefs import SecretReader
 from runner.plan.health import Health
 
@@ -49,13 +50,16 @@ def write(
     secrets: SecretReader,
     client: registry.RegistryClient | None,
     now: dt.datetime | None = None,
+    layout_tree: Tree | None = None,
 ) -> str:
-    """Attest the pass's outcome for ``url`` (``oci://repo@sha256:...``); returns what was done."""
+    """Attest the pass's outcome for ``url`` (``oci://repo@sha256:...``); returns what was done.
+    An ``oci-layout://`` url is written through ``layout_tree`` (the sync's allowed root) when
+    no ``client`` (the pass's own, already confined) is given."""
     from lockgate.signing import attest
     from lockgate.signing.policy import KeyPolicy
 
     ref = registry.parse(url)
-    client = client or registry.RegistryClient.for_reference(ref)
+    client = client or registry.RegistryClient.for_reference(ref, layout_tree=layout_tree)
     predicate_type = attest.HEALTHY if healthy else attest.UNHEALTHY
     key = secrets.signing_key(options.secret_ref)
     digest = str(ref.digest)

@@ -13,20 +13,23 @@ verification options become a policy through the shared ``lockgate.signing.optio
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import hashlib
 import json
+import os
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePath
 
 from lockgate import located, model, registry
 from lockgate.artifact.limits import Limits
 from lockgate.errors import LockgateError, UsageError
+from lockgate.helm import published
 from lockgate.model import parse_duration
 from lockgate.redact import scrub
 from lockgate.registry import cloud
 from lockgate.signing.options import Spelling, VerifyOptions, build_policy, policy_warnings
-from runner.pipeline import decrypt, source, syncdoc
+from runner.pipeline import decrypt, layoutroots, source, syncdoc
 from runner.pipeline.documents import API_VERSION, SyncDocument
 from runner.pipeline.options import RESERVED_PREFIX, SyncOptions, runner_namespace
 from runner.pipeline.runnerdoc import KINDS, RunnerDocument, RunnerSettings, WebhookSettings
@@ -91,6 +94,7 @@ def sync_options(
     dry_run: bool = False,
     allow_mass_prune: bool = False,
     max_prune_share: float = prune_plan.DEFAULT_MAX_SHARE,
+    prune_crds: bool = False,
     concurrency: int = 8,
     decryption_secret: str | None = None,
     limits: Limits | None = None,
@@ -130,7 +134,9 @@ def sync_options(
         timeout=parse_duration(timeout),
         force=force,
         dry_run=dry_run,
-        prune_options=prune_plan.PruneOptions(max_share=max_prune_share, allow_mass_prune=allow_mass_prune),
+        prune_options=prune_plan.PruneOptions(
+            max_share=max_prune_share, allow_mass_prune=allow_mass_prune, prune_crds=prune_crds
+        ),
         concurrency=concurrency,
         decryption=None if decryption_secret is None else decrypt.Decryption(secret_ref=decryption_secret),
     )
@@ -314,17 +320,46 @@ def _receivers(doc: located.Document, runner: RunnerSettings, names: set[str], m
                 )
 
 
+def _capabilities(doc: located.Document, runner: RunnerSettings, messages: list[str]) -> None:
+    """``spec.capabilities``: a repository (no tag: the clusterName is the tag), a signing key,
+    and a clusterName that can be a tag."""
+    options = runner.capabilities
+    if options.url is None:
+        return
+
+    def where(*path: str) -> str:
+        return f"{doc.file}:{doc.line_of(('spec', *path))}"
+
+    if options.signing_secret_ref is None:
+        messages.append(
+            f"{where('capabilities')}: spec.capabilities.signingSecretRef: required with url (the Secret "
+            "holding the runner's cosign.key and cosign.password that signs what it publishes)"
+        )
+    if _has_tag_or_digest(options.url):
+        messages.append(
+            f"{where('capabilities', 'url')}: spec.capabilities.url: name the repository only (no tag or "
+            "digest): each cluster publishes at the tag named after its clusterName"
+        )
+    try:
+        published.check_tag(runner.cluster_name, f"{where('clusterName')}: spec.clusterName")
+    except LockgateError as exc:
+        messages.append(exc.message)
+
+
 def load(path: Path, *, dry_run: bool = False) -> Config:
     """The Syncs and the Runner settings of ``path``; every problem of the file in one ``UsageError``."""
     try:
         data = path.read_bytes()
     except OSError as exc:
         raise UsageError(f"--config {path}: {exc.strerror}") from None
-    return parse(data, str(path), dry_run=dry_run)
+    # the file's directory as named (a mounted ConfigMap's file is a link into ..data: not followed)
+    directory = PurePath(os.path.abspath(path)).parent
+    return parse(data, str(path), dry_run=dry_run, directory=directory)
 
 
-def parse(data: bytes, name: str, *, dry_run: bool = False) -> Config:
-    """``load`` of a file's bytes; ``name`` is where they came from, in every error."""
+def parse(data: bytes, name: str, *, dry_run: bool = False, directory: PurePath | None = None) -> Config:
+    """``load`` of a file's bytes; ``name`` is where they came from, in every error, and
+    ``directory`` the file's own (the platform syncs' default layout root; None: none)."""
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError:
@@ -344,14 +379,26 @@ def parse(data: bytes, name: str, *, dry_run: bool = False) -> Config:
     _across(syncs, [doc for doc, _ in runners], messages, complete=not messages, lockdown=lockdown)
     if runners and not messages:
         _receivers(runners[0][0], runners[0][1].spec, {s.value.metadata.name for s in syncs}, messages)
+        _capabilities(runners[0][0], runners[0][1].spec, messages)
     if not messages and not syncs:
         messages.append(f"{name}: no Sync documents")
     # every document's own checks too, so one run lists all of the file's problems
     runner = runners[0][1].spec if runners else RunnerSettings()
-    options = [syncdoc.options(sync, runner, dry_run=dry_run, messages=messages) for sync in syncs]
+    for entry, number, why in layoutroots.problems(runner):
+        doc = runners[0][0]
+        at = doc.line_of(("spec", "layoutRoots", entry, "paths", number))
+        messages.append(f"{doc.file}:{at}: Runner: spec.layoutRoots[{entry}].paths[{number}]: {why}")
+    options = [
+        syncdoc.options(sync, runner, dry_run=dry_run, messages=messages, directory=directory)
+        for sync in syncs
+    ]
     model.raise_all(messages)
+    # where every sync of the file keeps its records: no sync's artifact may take their names
+    namespaces = frozenset(runner_namespace(o.namespace) for o in options if o is not None) | {
+        runner_namespace(runner.namespace)
+    }
     return Config(
-        syncs=[o for o in options if o is not None],
+        syncs=[dataclasses.replace(o, runner_namespaces=namespaces) for o in options if o is not None],
         runner=runner,
         digest="sha256:" + hashlib.sha256(data).hexdigest(),
         shared_digest=_shared_digest(syncs, [doc for doc, _ in runners]),

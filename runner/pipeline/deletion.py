@@ -4,8 +4,12 @@
 ``serve.departures``) both come here, under the sync's Lease. The inventory is read first:
 its members are what is deleted or orphaned (``ssa.delete``) and the policy it recorded
 decides which (``plan.deletion``; a person's ``policy`` overrides it). The requests are made
-as the ServiceAccount the sync's passes ran as (recorded with the policy; else the Runner's
-``defaultServiceAccount``), so a tenant's deletion can do what its passes could and no more.
+as a ServiceAccount the configuration names (the Runner's ``defaultServiceAccount``, or the
+sync's own as ``serve`` last ran it) or a person's ``--service-account``, never the one the
+inventory records: the inventory is written with the sync's own rights, so a tenant could
+name a more powerful account there. What it records can only stop a deletion: when it names
+another account than the configuration, nothing is done until a person says which
+(``IdentityUnknown``), so a tenant's deletion can do what its passes could and no more.
 
 The parent is deleted last, once every member is deleted (or, with ``WaitForTermination``,
 gone) or orphaned: a deletion killed midway leaves the inventory naming every member, and
@@ -47,9 +51,39 @@ class DeleteOptions:
     timeout: float | None = None
     allow_mass_prune: bool = False
     dry_run: bool = False
-    #: the Runner's ``defaultServiceAccount``: for a sync that recorded none
-    default_service_account: str | None = None
+    #: the ServiceAccount a person named (``--service-account``): the deletion is made as it
+    service_account: str | None = None
+    #: the one the configuration gives the sync (its Runner's ``defaultServiceAccount``, or its
+    #: own as ``serve`` ran it); None: the runner's own identity
+    configured_service_account: str | None = None
     concurrency: int = 8
+
+
+class IdentityUnknown(UsageError):
+    """The inventory says the sync's passes ran as another ServiceAccount than the configuration
+    gives, and no person said which to delete as: nothing is done (exit 2)."""
+
+
+def identity(name: str, namespace: str, inventory: Inventory, options: DeleteOptions) -> str | None:
+    """The ServiceAccount to delete as (None: the runner's own identity): a person's, else the
+    configuration's; the inventory's record only stops the deletion when it disagrees."""
+    if options.service_account is not None:
+        return options.service_account or None
+    configured = options.configured_service_account or None
+    recorded = inventory.deletion.service_account_name if inventory.deletion is not None else ""
+    if recorded and recorded != configured:
+        given = (
+            f"the configuration gives {namespace}/{configured}"
+            if configured
+            else "no configuration gives one (no Runner defaultServiceAccount)"
+        )
+        raise IdentityUnknown(
+            f"sync {name}'s inventory says its passes ran as ServiceAccount {namespace}/{recorded}, "
+            f"but {given}; the inventory is written with the sync's own rights, so the identity a "
+            f"deletion is made as never comes from it: run lockgate delete {name} -n {namespace} "
+            "--service-account NAME with the ServiceAccount its passes ran as"
+        )
+    return configured
 
 
 def settings(inventory: Inventory, options: DeleteOptions) -> tuple[deletion.Recorded, bool, str]:
@@ -109,7 +143,16 @@ def _delete(client: Kube, result: Result, options: DeleteOptions, guard: Callabl
     recorded, deleting, why = settings(inventory, options)
     result.notes.append(why if not deleting else f"{why}: its objects are deleted")
     writer = client if guard is None else client.guarded(guard)
-    account = recorded.service_account_name or options.default_service_account
+    try:
+        account = identity(result.name, ns, inventory, options)
+    except IdentityUnknown as exc:
+        if not options.dry_run:  # told on the parent, as the account the configuration gives
+            configured = options.configured_service_account
+            teller = (
+                writer.impersonating(f"system:serviceaccount:{ns}:{configured}") if configured else writer
+            )
+            _record_failure(teller, result.name, ns, exc)
+        raise
     if account:  # as its passes ran: the API server allows what that account may do
         writer = writer.impersonating(f"system:serviceaccount:{ns}:{account}")
     mgr = Manager(writer, set_id=inventory.set_id, concurrency=options.concurrency)
@@ -160,7 +203,8 @@ def _record_failure(kube: Kube, name: str, namespace: str, error: LockgateError)
     """The parent says why the sync is still there; best effort (the error is the deletion's)."""
     if isinstance(error, Abandoned | ClusterError):
         return  # stopped, or the cluster cannot take it: the next attempt says more
-    refused = isinstance(error, deletion.DeletionRefused)
+    # both wait for a person (``refused``): serve does not try them again at every scan
+    refused = isinstance(error, deletion.DeletionRefused | IdentityUnknown)
     try:
         inventory = store.read(kube, name, namespace)
         failed = attempt.Attempt(

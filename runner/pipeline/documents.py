@@ -121,8 +121,10 @@ class AttestationRequirement:
         "bindKeysToClusters",
         "With secretRef: bind each key to the cluster its entry names (<clusterName>.pub), so an "
         "attestation counts only for its key's cluster. true: every entry; false: none (any key for any "
-        "cluster); unset: every entry when any is named after a cluster this requirement selects, else "
-        "none (a quorum then warns once).",
+        "cluster: one key shared by the clusters, said in so many words; with key, only false may be "
+        "set); unset: every entry when any is named after a cluster this requirement selects, else none, "
+        "and then a quorum of more than one cluster is refused at the pass (one key could make it alone) "
+        "and a quorum of one warns once.",
     )
     identity: str | None = attr(
         "identity", "Keyless: the attester's certificate identity (SAN), exactly (instead of a key)."
@@ -225,7 +227,10 @@ class Notify:
     address: str | None = attr(
         "address",
         "generic, slack, msteams, alertmanager: the URL to POST to. A Secret's address entry wins "
-        "(keep Slack's and Teams' webhook URLs, credentials, there).",
+        "(keep Slack's and Teams' webhook URLs, credentials, there). A forge: the repository's HTTPS "
+        "URL (Flux's Provider address, e.g. https://gitea.example.com/OWNER/REPO): the host and the "
+        "repository the token is sent for; an artifact whose source annotation names another "
+        "repository is refused (a CommitStatusRefused Event). Plain http only to loopback.",
         pattern="^https?://",
     )
     secret_ref: str | None = attr(
@@ -238,10 +243,13 @@ class Notify:
     )
     api_url: str | None = attr(
         "apiURL",
-        "A forge: the REST API base URL. Default: github https://api.github.com; the others "
-        "derived from the artifact's source URL (gitlab https://HOST/api/v4, gitea "
-        "https://HOST/api/v1, bitbucket https://api.bitbucket.org/2.0, bitbucketserver "
-        "https://HOST/rest/api/latest, azuredevops https://dev.azure.com/ORG).",
+        "A forge: the REST API base URL, where the token is sent. Default: derived from address "
+        "(gitlab https://HOST/api/v4, gitea https://HOST/api/v1, bitbucketserver "
+        "https://HOST/rest/api/latest, azuredevops https://dev.azure.com/ORG, github "
+        "https://api.github.com or https://HOST/api/v3); without address, github's and bitbucket's "
+        "public APIs, and gitlab, gitea, bitbucketserver and azuredevops send nothing (set address "
+        "or apiURL). With apiURL and no address, the repository is the artifact's, on apiURL's host "
+        "only. Plain http only to loopback.",
         pattern="^https?://",
     )
     context: str | None = attr(
@@ -368,6 +376,14 @@ class SyncSpec:
         "substituted), as Flux.",
     )
     prune: bool = attr("prune", "Delete objects that left the artifact.", default=False)
+    prune_crds: bool = attr(
+        "pruneCRDs",
+        "Also delete the CustomResourceDefinitions Helm would keep (helm.sh/resource-policy: keep, which "
+        "push --render sets on a chart's crds/) when they leave the artifact or the sync is deleted. "
+        "Deleting a CRD deletes every custom resource of its kinds in the cluster; off, they are "
+        "orphaned, as Helm leaves them.",
+        default=False,
+    )
     wait: bool = attr("wait", "Wait until every applied object is healthy.", default=False)
     timeout: float = attr("timeout", "How long to wait for health.", default=300.0, duration=True)
     force: bool = attr("force", "Recreate objects whose immutable fields changed.", default=False)

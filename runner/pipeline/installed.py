@@ -36,6 +36,8 @@ class Mounted:
     workload: str
     configmap: str
     key: str
+    #: the directory of the ``--config`` path in the Pod (the platform syncs' default layout root)
+    directory: str = ""
 
 
 def _config_flag(container: dict[str, Any]) -> str | None:
@@ -86,7 +88,8 @@ def mounted(kind: str, workload: dict[str, Any], pod_path: tuple[str, ...]) -> l
         path = _config_flag(container)
         entry = _entry(pod, container, path) if path else None
         if entry is not None:
-            found.append(Mounted(workload=label, configmap=entry[0], key=entry[1]))
+            directory = str(PurePosixPath(str(path)).parent)
+            found.append(Mounted(workload=label, configmap=entry[0], key=entry[1], directory=directory))
     return found
 
 
@@ -117,8 +120,10 @@ def load(kube: Kube, namespace: str | None) -> tuple[config.Config, str]:
         raise UsageError(
             f"{users} runs with {where}, which {'has no such entry' if configmap else 'is missing'}"
         )
+    # where the Pod reads the file: its directory is what the runner's own load takes it from
+    directory = next((PurePosixPath(m.directory) for m in found if m.directory), None)
     try:
-        return config.parse(text.encode(), where), where
+        return config.parse(text.encode(), where, directory=directory), where
     except UsageError as exc:
         raise UsageError(
             f"{exc.message}\n(the runner's configuration, read from {where}: files it names are paths in "

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
+from lockgate.forge.destination import Pin
 from runner.pipeline.eventfilter import EventFilter
 
 ProviderType = Literal[
@@ -28,22 +29,24 @@ ProviderType = Literal[
 FORGE_TYPES: frozenset[str] = frozenset(
     {"github", "gitlab", "gitea", "bitbucket", "bitbucketserver", "azuredevops"}
 )
-DEFAULT_GITHUB_API = "https://api.github.com"
 DEFAULT_CLUSTER = "default"
 
 
 @dataclass(frozen=True)
 class Provider:
     type: ProviderType
-    #: generic and slack: the URL to POST to (the Secret's ``address`` entry wins)
+    #: event providers: the URL to POST to (the Secret's ``address`` entry wins); a forge: the
+    #: repository its statuses go to (Flux's Provider ``address``), held in ``pin``
     address: str | None = None
     #: a Secret of the runner namespace: ``token`` (github token, generic HMAC key), ``address``
     secret_ref: str | None = None
     #: the namespace of ``secret_ref``; None: the sync's runner namespace
     secret_namespace: str | None = None
-    #: a forge: the REST API base URL (GitHub Enterprise: ``https://HOST/api/v3``); None:
-    #: derived from the artifact's source URL (``lockgate.forge.api_root``)
-    api_url: str | None = None
+    #: a forge: the host (and, with ``address``, the repository) its token may go to, from this
+    #: configuration only (``lockgate.forge.destination``); None for event providers
+    pin: Pin | None = None
+    #: where the provider is configured, for messages: ``Runner: spec.notify[0]``, ``Sync/web: ...``
+    where: str = ""
     #: a forge: the commit status context, with the cluster and sync names filled in
     context: str = ""
     #: a forge: the status's link

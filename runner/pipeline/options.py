@@ -96,6 +96,9 @@ class SyncOptions:
     ignore: tuple[ignore.Rule, ...] = ()
     #: ``spec.driftDetection.mode``: correct drift (enabled), report it only (warn), or neither
     drift_detection: drift.Mode = drift.Mode.ENABLED
+    #: every runner namespace of the configuration (its Runner's and its syncs'): the names
+    #: lockgate writes there are no artifact's to take (``runner.plan.reserved``)
+    runner_namespaces: frozenset[str] = frozenset()
 
     def impersonated_user(self, namespace: str) -> str | None:
         if not self.service_account_name:
@@ -118,6 +121,7 @@ class SyncOptions:
             allow_mass_prune=self.prune_options.allow_mass_prune,
             max_prune_share=self.prune_options.max_share,
             service_account_name=self.service_account_name or "",
+            prune_crds=self.prune_options.prune_crds,
         )
 
 

@@ -47,6 +47,8 @@ class Steps:
     health: dict[ObjectKey, Health] = field(default_factory=dict)
     #: ``spec.healthCheckExprs``: custom resources of a wave are judged by them, as in the final wait
     custom: CustomHealth | None = None
+    #: the members the inventory records: a hook's previous run among them is the sync's own
+    recorded: frozenset[ObjectKey] = frozenset()
 
     @classmethod
     def plan(
@@ -72,7 +74,18 @@ class Steps:
         items = {d.key: d for d in desired if d.policy.applies and d.key not in order.never}
         hashes = {key: recorded[key] for key in order.hooks if key in recorded}
         steps = cls(
-            mgr, order, items, result, event, timeout, dry_run, fail_fast, interrupt, hashes, custom=custom
+            mgr,
+            order,
+            items,
+            result,
+            event,
+            timeout,
+            dry_run,
+            fail_fast,
+            interrupt,
+            hashes,
+            custom=custom,
+            recorded=frozenset(recorded),
         )
         return desired, steps
 
@@ -90,9 +103,10 @@ class Steps:
         return chosen
 
     def check(self, live: Collection[ObjectKey]) -> None:
-        """Refuse, before any write, a due hook that cannot run again (``hooks.check_replaceable``)."""
+        """Refuse, before any write, a due hook that cannot run again or whose name another's
+        object has (``hooks.check_replaceable``); ``live``: our members the pre-flight listed."""
         due = [(self.items[key], self.sequence.hooks[key]) for key in self.sequence.due]
-        hooks.check_replaceable(due, live)
+        hooks.check_replaceable(self.mgr, due, live, recorded=self.recorded, sync=self.result.name)
 
     def skipped(self) -> ChangeSet:
         """Entries for the objects never applied and the hooks that do not run in this pass."""
@@ -114,7 +128,9 @@ class Steps:
             if wave is not None and at != wave:
                 continue
             due = [(self.items[key], self.sequence.hooks[key]) for key in keys]
-            options = hooks.HookOptions(timeout=self.timeout, dry_run=self.dry_run)
+            options = hooks.HookOptions(
+                timeout=self.timeout, dry_run=self.dry_run, recorded=self.recorded, sync=self.result.name
+            )
             try:
                 done = hooks.run(self.mgr, due, phase=phase, options=options, interrupt=self.interrupt)
             except (hooks.HookFailed, apply.ApplyFailed, apply.StageAbandoned) as exc:

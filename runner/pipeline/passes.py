@@ -50,6 +50,7 @@ from runner.plan.desired import Desired, prepare
 from runner.plan.history import Outcome, Summary
 from runner.plan.inventory import Member
 from runner.plan.ordering import Event, Phase
+from runner.plan.reserved import Reserved
 from runner.ssa import apply, prune, wait
 from runner.ssa.manager import Manager
 
@@ -262,7 +263,10 @@ class Pass:
 
     def _apply_options(self) -> apply.ApplyOptions:
         return apply.ApplyOptions(
-            force=self.options.force, dry_run=self.options.dry_run, drift=self.options.drift_detection
+            force=self.options.force,
+            dry_run=self.options.dry_run,
+            drift=self.options.drift_detection,
+            reserved=Reserved(self.options.name, self.result.namespace, self.options.runner_namespaces),
         )
 
     def _apply(self, desired: list[Desired], known: apply.Preflight | None) -> ChangeSet:

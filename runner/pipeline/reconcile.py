@@ -208,6 +208,7 @@ def _attest(
             healthy=healthy,
             secrets=secretrefs.SecretReader(kube, result.namespace),
             client=client,
+            layout_tree=options.source.layout_tree(),
         )
     except LockgateError as exc:
         if fatal:

@@ -85,6 +85,60 @@ class StatusPageSettings:
 
 
 @dataclass(frozen=True)
+class CapabilitiesSettings:
+    """Publish what this cluster serves, signed, for CI to render Helm charts with
+    (push --render --capabilities-from); off unless url is set (docs/helm.md)."""
+
+    url: str | None = attr(
+        "url",
+        "The repository to publish to (oci://REGISTRY/REPO, no tag): the capabilities go to the tag "
+        "named after clusterName, with an in-toto attestation (https://lockgate.dev/attestations/"
+        "capabilities/v1: kubeVersion, apiVersions) signed with the key of signingSecretRef.",
+        pattern="^oci://",
+    )
+    signing_secret_ref: str | None = attr(
+        "signingSecretRef",
+        "A Secret of the runner namespace holding the runner's cosign private key (cosign.key) and its "
+        "password (cosign.password), as a Sync's attest.secretRef. Read when publishing, held in memory "
+        "only.",
+        reference=True,
+    )
+    secret_ref: str | None = attr(
+        "secretRef",
+        "A kubernetes.io/dockerconfigjson Secret of the runner namespace with credentials that may push "
+        "to url (else none).",
+        reference=True,
+    )
+    insecure: bool = attr("insecure", "Reach the registry over plain http.", default=False)
+    interval: float = attr(
+        "interval",
+        "How often the API server's version and discovery are read again; a change is published at once.",
+        default=600.0,
+        duration=True,
+        exclusive_minimum=0,
+    )
+
+
+@dataclass(frozen=True)
+class LayoutRoot:
+    """Directories the syncs of one namespace may read ``oci-layout://`` artifacts from."""
+
+    namespace: str = attr(
+        "namespace",
+        "The syncs' runner namespace (their spec.namespace, else the Runner's).",
+        required=True,
+        pattern=NAME_PATTERN,
+    )
+    paths: tuple[str, ...] = attr(
+        "paths",
+        "Absolute directories: a Sync's oci-layout:// directory must be one of them or lie under one, "
+        "and is reached without following a symlink out of it (its spec.attest writes there too).",
+        required=True,
+        factory=tuple,
+    )
+
+
+@dataclass(frozen=True)
 class RunnerSettings:
     """Process settings of lockgate serve (at most one Runner document per file)."""
 
@@ -165,6 +219,20 @@ class RunnerSettings:
     )
     notify: tuple[Notify, ...] = attr(
         "notify", "Providers every sync reports to (besides its own notify list).", factory=tuple
+    )
+    capabilities: CapabilitiesSettings = attr(
+        "capabilities",
+        "Publish the cluster's Kubernetes version and served API versions, signed, so CI renders Helm "
+        "charts for this cluster without cluster credentials.",
+        factory=CapabilitiesSettings,
+    )
+    layout_roots: tuple[LayoutRoot, ...] = attr(
+        "layoutRoots",
+        "Where the syncs of each namespace may read oci-layout:// directories (the runner reads every "
+        "mirror its Pod mounts, every team's). Without an entry for it, the Runner's own namespace "
+        "(platform syncs) may read under the config file's own directory and any other namespace "
+        "(tenant syncs) none; an entry replaces that default.",
+        factory=tuple,
     )
 
 

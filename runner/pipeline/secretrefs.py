@@ -94,10 +94,12 @@ class SecretReader:
                 raise error(f"{where}: entry {key!r} is not base64") from None
         return decoded
 
-    def registry_credentials(self, name: str, host: str) -> credentials.Credentials:
-        """The credentials for ``host`` in dockerconfigjson Secret ``name``."""
-        where = self.where(name, CREDENTIALS_FIELD)
-        data = self.read(name, field=CREDENTIALS_FIELD, secret_type=DOCKER_CONFIG_JSON, error=AuthError)
+    def registry_credentials(
+        self, name: str, host: str, *, field: str = CREDENTIALS_FIELD
+    ) -> credentials.Credentials:
+        """The credentials for ``host`` in dockerconfigjson Secret ``name`` (``field`` refers to it)."""
+        where = self.where(name, field)
+        data = self.read(name, field=field, secret_type=DOCKER_CONFIG_JSON, error=AuthError)
         config = data.get(DOCKER_CONFIG_KEY)
         if config is None:
             raise AuthError(f"{where}: has no {DOCKER_CONFIG_KEY} entry")
@@ -135,10 +137,11 @@ class SecretReader:
         except UsageError as exc:
             raise VerificationError(f"{exc.message} ({field})") from None
 
-    def signing_key(self, name: str) -> PrivateKey:
-        """The cosign private key in Secret ``name`` (``cosign.key``, decrypted with ``cosign.password``)."""
-        where = self.where(name, ATTEST_FIELD)
-        data = self.read(name, field=ATTEST_FIELD)
+    def signing_key(self, name: str, *, field: str = ATTEST_FIELD) -> PrivateKey:
+        """The cosign private key in Secret ``name`` (``cosign.key``, decrypted with ``cosign.password``);
+        ``field`` names where the configuration refers to it."""
+        where = self.where(name, field)
+        data = self.read(name, field=field)
         missing = [e for e in (SIGNING_KEY_ENTRY, SIGNING_PASSWORD_ENTRY) if e not in data]
         if missing:
             entries = ", ".join(sorted(data)) or "none"
@@ -146,5 +149,5 @@ class SecretReader:
         return keys.load_private_key(
             data[SIGNING_KEY_ENTRY],
             data[SIGNING_PASSWORD_ENTRY],
-            source=f"Secret/{self.namespace}/{name}[{SIGNING_KEY_ENTRY}] ({ATTEST_FIELD})",
+            source=f"Secret/{self.namespace}/{name}[{SIGNING_KEY_ENTRY}] ({field})",
         )

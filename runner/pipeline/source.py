@@ -9,8 +9,10 @@ kustomization first (``overlays``). Nothing here writes to the cluster, so a ref
 artifact leaves the cluster as it was; the only cluster reads are the Secrets a Sync names
 (``spec.secretRef``, ``spec.verify.secretRef``, and ``spec.certSecretRef`` and
 ``spec.proxySecretRef`` through ``transportrefs``), through ``secretrefs.SecretReader``; an
-attestation requirement's keys are bound to their clusters there, and a quorum over keys bound
-to none is warned about once per process.
+attestation requirement's keys are bound to their clusters there; a quorum of more than one
+cluster over keys bound to none is refused (usage, naming the Secret and the entries to
+rename), unless ``bindKeysToClusters: false`` says so, and a quorum of one is warned about
+once per process.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from lockgate.artifact.limits import Limits
 from lockgate.artifact.manifest import NotFluxArtifact
 from lockgate.errors import RenderError, ResolveError, UsageError, VerificationError
 from lockgate.manifests import K8sObject
+from lockgate.registry.beneath import Tree
 from lockgate.signing import buildclaims, github
 from lockgate.signing.options import Spelling, field_spelling
 from runner.pipeline import cloudidentity, overlays, transportrefs
@@ -127,6 +130,16 @@ class SourceSpec:
     provider: str = "generic"
     #: with a provider, the ServiceAccount (``spec.serviceAccountName``) whose annotated identity is used
     identity_account: str | None = None
+    #: an ``oci-layout://`` url's allowed root (``runner.pipeline.layoutroots``), and the setting
+    #: that allows it; None: any directory (the command line's own choice)
+    layout_root: str | None = None
+    layout_setting: str = ""
+
+    def layout_tree(self) -> Tree | None:
+        """What a layout store reads and writes through: the allowed root, never a link out of it."""
+        if self.layout_root is None:
+            return None
+        return Tree(Path(self.layout_root), setting=self.layout_setting)
 
     @property
     def needs_secrets(self) -> bool:
@@ -234,6 +247,10 @@ def _attesters(secrets: SecretReader, item: AttestationSpec, field: str) -> atte
     assert item.secret_ref is not None
     selects = keybinding.selector(cluster=item.cluster, clusters=item.clusters)
     policy = secrets.key_policy(item.secret_ref, field=field, bind=item.bind_keys, selects=selects)
+    # the Secret is read at each pass, so a key set a quorum cannot trust is refused here
+    refusal = keybinding.unbound_refusal(policy, min_clusters=item.min_clusters, bind=item.bind_keys)
+    if refusal is not None:
+        raise UsageError(f"{field}: {refusal}")
     warning = keybinding.unbound_warning(policy, quorum=bool(item.clusters), bind=item.bind_keys)
     if warning is not None and f"{field}: {warning}" not in _WARNED:
         _WARNED.add(f"{field}: {warning}")
@@ -429,6 +446,7 @@ def fetch(
             provider=spec.provider,
             identity=identity,
             insecure=spec.insecure,
+            layout_tree=spec.layout_tree(),
         )
     policy = spec.policy
     if spec.verify_secret_ref is not None:

@@ -10,18 +10,28 @@ document, the field) rather than raised, so a file's problems are reported all a
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePath
 from typing import TYPE_CHECKING
 
-from lockgate import located, registry, semver
+from lockgate import forge, located, registry, semver
 from lockgate.artifact.limits import Limits
 from lockgate.errors import LockgateError, UsageError
+from lockgate.forge import destination, remote
 from lockgate.registry import cloud
 from lockgate.signing import buildclaims, github
 from lockgate.signing.buildclaims import BuildClaims
 from lockgate.signing.github import GitHubClaims
 from lockgate.signing.options import VerifyOptions, build_policy, field_spelling, policy_warnings
-from runner.pipeline import attesting, decrypt, eventfilter, notifications, overlays, source, substitute
+from runner.pipeline import (
+    attesting,
+    decrypt,
+    eventfilter,
+    layoutroots,
+    notifications,
+    overlays,
+    source,
+    substitute,
+)
 from runner.pipeline.documents import (
     AttestationRequirement,
     Notify,
@@ -29,9 +39,10 @@ from runner.pipeline.documents import (
     SyncSpec,
     Verify,
 )
-from runner.pipeline.options import ObjectRef, Schedule, SyncOptions
+from runner.pipeline.options import ObjectRef, Schedule, SyncOptions, runner_namespace
 from runner.pipeline.runnerdoc import RunnerSettings
 from runner.plan import deletion, drift, health_exprs, ignore, prune_plan
+from runner.sandbox import pool
 
 if TYPE_CHECKING:
     from lockgate.signing.policy import Policy
@@ -118,13 +129,24 @@ def _policy(sync: SyncEntry, messages: list[str]) -> Policy | None:
 
 
 def options(
-    sync: SyncEntry, runner: RunnerSettings, *, dry_run: bool, messages: list[str]
+    sync: SyncEntry,
+    runner: RunnerSettings,
+    *,
+    dry_run: bool,
+    messages: list[str],
+    directory: PurePath | None = None,
 ) -> SyncOptions | None:
-    """The sync's options; None, with every reason in ``messages``, when its spec is refused."""
+    """The sync's options; None, with every reason in ``messages``, when its spec is refused.
+    ``directory``: the config file's own, a platform sync's default layout root."""
     spec: SyncSpec = sync.value.spec
     verify = spec.verify
     found = len(messages)
     _check_source(sync, messages)
+    layout = layoutroots.allowed(
+        spec.url, runner_namespace(spec.namespace or runner.namespace), runner, directory
+    )
+    if isinstance(layout, str):
+        messages.append(f"{sync.where(('spec', 'url'))}: spec.url: {layout}")
     policy = _policy(sync, messages)
     attestations, warned = _attestations(sync, runner.cluster_name, messages)
     providers = _providers(sync, runner, messages)
@@ -160,6 +182,8 @@ def options(
             identity_account=(spec.service_account_name or runner.default_service_account)
             if spec.provider != "generic"
             else None,
+            layout_root=layout.root if isinstance(layout, layoutroots.Allowed) else None,
+            layout_setting=layout.setting if isinstance(layout, layoutroots.Allowed) else "",
         ),
         namespace=spec.namespace or runner.namespace,
         target_namespace=spec.target_namespace,
@@ -169,7 +193,7 @@ def options(
         force=spec.force,
         dry_run=dry_run,
         prune_options=prune_plan.PruneOptions(
-            max_share=spec.max_prune_share, allow_mass_prune=spec.allow_mass_prune
+            max_share=spec.max_prune_share, allow_mass_prune=spec.allow_mass_prune, prune_crds=spec.prune_crds
         ),
         deletion_policy=deletion.Policy(spec.deletion_policy),
         schedule=Schedule(
@@ -233,7 +257,7 @@ def _health_exprs(sync: SyncEntry, messages: list[str]) -> health_exprs.CustomHe
     for error in errors:
         path: located.Path = ("spec", "healthCheckExprs", error.index, *((error.name,) if error.name else ()))
         messages.append(f"{sync.where(path)}: spec.healthCheckExprs{error.field}: {error.message}")
-    return None if errors else health_exprs.compile_all(specs)
+    return None if errors else health_exprs.compile_all(specs, engine=pool.shared())
 
 
 def _ignore_rules(sync: SyncEntry, messages: list[str]) -> tuple[ignore.Rule, ...]:
@@ -324,18 +348,27 @@ def _attestations(
                 "name the cluster of an earlier stage"
             )
         min_clusters = _quorum(sync, number, own_cluster, healthy=healthy, messages=messages)
-        if item.bind_keys_to_clusters is not None and item.secret_ref is None:
+        shared_key = item.key is not None and item.bind_keys_to_clusters is False
+        if item.bind_keys_to_clusters is not None and item.secret_ref is None and not shared_key:
             messages.append(
                 f"{sync.where(('spec', 'verify', 'attestations', number, 'bindKeysToClusters'))}: "
                 f"{field}.bindKeysToClusters applies to secretRef, a Secret whose entries "
-                "<clusterName>.pub bind each key to its cluster: put the attesters' keys in one"
+                "<clusterName>.pub bind each key to its cluster: put the attesters' keys in one "
+                "(with key, only false is said: one key shared by the clusters)"
             )
-        if item.clusters and item.key is not None:
-            warnings.append(
-                f"{where}: {field}: a quorum checked against one key (key) trusts it for every cluster "
-                f"of {', '.join(item.clusters)}: any runner holding it can attest healthy as all of them; "
+        if item.clusters and item.key is not None and not shared_key:
+            one_key = (
+                f"a quorum checked against one key (key) trusts it for every cluster of "
+                f"{', '.join(item.clusters)}: any runner holding it can attest healthy as all of them; "
                 "give each runner its own key, in a Secret of <clusterName>.pub entries (secretRef)"
             )
+            if min_clusters > 1:  # one key would make the quorum alone: refused unless said
+                messages.append(
+                    f"{where}: {field}: {one_key}, or set bindKeysToClusters: false to accept one key "
+                    "shared by the stage's runners"
+                )
+            else:
+                warnings.append(f"{where}: {field}: {one_key}")
         if not healthy and item.min_age:
             messages.append(
                 f"{where}: spec.verify.attestations[{number}].minAge applies to health attestations only"
@@ -425,23 +458,36 @@ def _providers(
     """The sync's own providers, then the Runner's (their Secrets in the Runner's namespace)."""
     name = sync.value.metadata.name
     own = [
-        (n, None, f"{sync.where(('spec', 'notify', i))}: spec.notify[{i}]")
+        (n, None, f"{sync.where(('spec', 'notify', i))}: spec.notify[{i}]", f"spec.notify[{i}]")
         for i, n in enumerate(sync.value.spec.notify)
     ]
-    shared = [(n, runner.namespace, f"Runner: spec.notify[{i}]") for i, n in enumerate(runner.notify)]
+    shared = [
+        (n, runner.namespace, f"Runner: spec.notify[{i}]", f"Runner: spec.notify[{i}]")
+        for i, n in enumerate(runner.notify)
+    ]
     providers = []
-    for notify, secret_namespace, where in [*own, *shared]:
+    for notify, secret_namespace, where, label in [*own, *shared]:
         problem = _notify_problem(notify)
         if problem:
             messages.append(f"{where}: {problem}")
             continue
+        pinned = None
+        if notify.type in notifications.FORGE_TYPES:
+            try:
+                pinned = forge.pin(
+                    remote.forge_name(notify.type), address=notify.address, api_url=notify.api_url
+                )
+            except destination.PinError as exc:
+                messages.append(f"{where}: {exc}")
+                continue
         providers.append(
             notifications.Provider(
                 type=notify.type,
                 address=notify.address,
                 secret_ref=notify.secret_ref,
                 secret_namespace=secret_namespace,
-                api_url=_api_url(notify),
+                pin=pinned,
+                where=label,
                 context=notifications.context_for(notify.context, cluster=runner.cluster_name, sync=name),
                 target_url=notify.target_url,
                 cert_secret_ref=notify.cert_secret_ref,
@@ -449,12 +495,6 @@ def _providers(
             )
         )
     return tuple(providers)
-
-
-def _api_url(notify: Notify) -> str | None:
-    if notify.api_url:
-        return notify.api_url.rstrip("/")
-    return notifications.DEFAULT_GITHUB_API if notify.type == "github" else None
 
 
 def _event_filter(notify: Notify) -> eventfilter.EventFilter:

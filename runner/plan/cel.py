@@ -17,6 +17,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from runner.plan import cel_ast, cel_cost
+
 
 class CelError(Exception):
     """An expression that does not compile, or an evaluation that failed; the message says why."""
@@ -132,6 +134,24 @@ def compile_expression(text: str) -> Expression:
     except Exception as exc:  # the binding raises RuntimeError with the parser's report
         raise CelError(_parse_report(_said(exc))) from None
     return Expression(text, program)
+
+
+@functools.lru_cache(maxsize=1024)
+def compiled(text: str) -> Expression:
+    """``compile_expression``, once per text: the same expressions judge every object."""
+    return compile_expression(text)
+
+
+def identifiers(expression: Expression) -> frozenset[str]:
+    """The names the expression reads (``cel_ast.identifiers``): the object's other top-level
+    fields need not be converted for it."""
+    return cel_ast.identifiers(cel_ast.decode(expression.program.serialize()))
+
+
+def estimated_cost(expression: Expression) -> float:
+    """The worst-case cost of the expression (``runner.plan.cel_cost``), read from the
+    runtime's own parse; ``cel_ast.AstError`` when that parse is not one the reader knows."""
+    return cel_cost.estimate_serialized(expression.program.serialize()).cost
 
 
 def _parse_report(text: str) -> str:

@@ -8,7 +8,8 @@ are gone; ``Orphan`` leaves them. The sync is no longer in the configuration whe
 deleted, so each pass records what its deletion needs on the inventory (``Recorded``).
 
 As Flux, only members still labelled as this set's are deleted, and those annotated
-``prune: disabled``, ``reconcile: disabled`` or ``ssa: Ignore`` are kept. A suspended sync's
+``prune: disabled``, ``reconcile: disabled`` or ``ssa: Ignore`` are kept, as are those Helm
+keeps (``helm.sh/resource-policy: keep``; CRDs go when the sync recorded ``pruneCRDs``). A suspended sync's
 members are orphaned (Flux deletes nothing of a suspended Kustomization). A member another
 sync's ApplySet holds is kept and named (one owner per object). A kept member still
 labelled as ours is orphaned: the ``part-of`` label is removed, since the parent it names
@@ -56,6 +57,8 @@ class Recorded:
     max_prune_share: float = prune_plan.DEFAULT_MAX_SHARE
     #: the ServiceAccount its passes run as: the deletion is made as it too
     service_account_name: str = ""
+    #: the Sync's ``pruneCRDs``: CRDs Helm would keep are deleted with it
+    prune_crds: bool = False
 
     @property
     def deletes(self) -> bool:
@@ -85,6 +88,7 @@ class Recorded:
             "allowMassPrune": self.allow_mass_prune,
             "maxPruneShare": self.max_prune_share,
             "serviceAccountName": self.service_account_name,
+            "pruneCRDs": self.prune_crds,
         }
 
     @classmethod
@@ -107,6 +111,7 @@ class Recorded:
             if isinstance(share, int | float) and 0 < share <= 1
             else prune_plan.DEFAULT_MAX_SHARE,
             service_account_name=str(doc.get("serviceAccountName") or ""),
+            prune_crds=doc.get("pruneCRDs") is True,
         )
 
 
@@ -123,9 +128,8 @@ class DeletionPlan:
     foreign: dict[ObjectKey, str] = field(default_factory=dict)
 
 
-def _protected(body: dict[str, Any]) -> bool:
-    found = policy.policy_of(body)
-    return not (found.prunable and found.reconcile)
+def _protected(body: dict[str, Any], prune_crds: bool) -> bool:
+    return not (policy.deletable(body, prune_crds=prune_crds) and policy.policy_of(body).reconcile)
 
 
 def plan(
@@ -135,9 +139,11 @@ def plan(
     set_id: str,
     deleting: bool,
     why_not: str = "",
+    prune_crds: bool = False,
 ) -> DeletionPlan:
     """Decide each member's fate. ``live`` maps it to its live object, or None when gone;
-    ``deleting`` is the policy's answer; ``why_not`` says why members are orphaned instead."""
+    ``deleting`` is the policy's answer; ``why_not`` says why members are orphaned instead;
+    ``prune_crds`` deletes CRDs Helm would keep."""
     result = DeletionPlan()
     delete: list[ObjectKey] = []
     for key in dict.fromkeys(members):
@@ -152,8 +158,11 @@ def plan(
                 result.kept.append((key, "held by another ApplySet"))
             else:
                 result.kept.append((key, "not labelled as a member of this set"))
-        elif _protected(body):
-            result.kept.append((key, "deletion disabled by annotation; orphaned (set label removed)"))
+        elif _protected(body, prune_crds):
+            why = "deletion disabled by annotation" if policy.deletable(body, prune_crds=prune_crds) else (
+                policy.kept_because(body).replace("pruning disabled", "deletion disabled")
+            )
+            result.kept.append((key, f"{why}; orphaned (set label removed)"))
             result.orphan.append(key)
         elif deleting:
             delete.append(key)

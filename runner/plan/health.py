@@ -12,7 +12,7 @@ then the Ready condition, and Current by default. The rules themselves are in
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from runner.plan import health_kinds
@@ -115,7 +115,7 @@ def compute(obj: dict[str, Any] | None, *, now: float, custom: CustomHealth | No
     if custom is not None:
         evaluator = custom.evaluator(group, kind)
         if evaluator is not None:
-            return evaluator.evaluate(obj)
+            return custom.judge([(evaluator, obj)])[0]
     decided = generic(obj)
     if decided is not None:
         return decided
@@ -123,6 +123,29 @@ def compute(obj: dict[str, Any] | None, *, now: float, custom: CustomHealth | No
     if rule is not None:
         return rule(obj, now)
     return _ready(obj) or current("Resource is current")
+
+
+def compute_all(
+    objs: Sequence[dict[str, Any] | None], *, now: float, custom: CustomHealth | None = None
+) -> list[Health]:
+    """``compute`` of each object, the sync's CEL expressions judging all theirs in one call
+    to their engine (a wait's look: one round trip to the sandbox, not one per object)."""
+    judged: list[Health | None] = [None] * len(objs)
+    pairs: list[tuple[int, Any, dict[str, Any]]] = []
+    for i, obj in enumerate(objs):
+        evaluator = None
+        if obj is not None and custom is not None:
+            group, kind = group_kind(obj)
+            if _key(group, kind) not in READERS:
+                evaluator = custom.evaluator(group, kind)
+        if evaluator is not None and obj is not None:
+            pairs.append((i, evaluator, obj))
+        else:
+            judged[i] = compute(obj, now=now)
+    if pairs and custom is not None:
+        for (i, _, _), said in zip(pairs, custom.judge([(e, o) for _, e, o in pairs]), strict=True):
+            judged[i] = said
+    return [h for h in judged if h is not None]
 
 
 #: workload kinds whose Pods are looked at when they stay unhealthy (Kind.group)

@@ -2,7 +2,8 @@
 
 Candidates are the previous members that are not in the new set. A candidate is kept
 (never deleted) when it is gone already, when it is not labelled as a member of this set
-(someone else owns it now), or when its policy says ``prune: disabled`` or ``ssa: Ignore``.
+(someone else owns it now), or when its policy says ``prune: disabled`` or ``ssa: Ignore``, or
+Helm's ``helm.sh/resource-policy: keep`` (lifted for CRDs by ``prune_crds``).
 A kept candidate that still carries our ``part-of`` label is to be orphaned: the label is
 removed, as the ApplySet spec intends, or ``kubectl apply --prune --applyset`` on the same
 set would delete what the annotation protects.
@@ -41,6 +42,8 @@ class MassPruneError(ApplyError):
 class PruneOptions:
     max_share: float = DEFAULT_MAX_SHARE
     allow_mass_prune: bool = False
+    #: the Sync's ``pruneCRDs``: CRDs Helm would keep (``helm.sh/resource-policy: keep``) are pruned
+    prune_crds: bool = False
 
 
 @dataclass(frozen=True)
@@ -97,8 +100,8 @@ def plan(
             result.gone.append(key)
         elif not applyset.is_member(body, set_id):
             result.kept.append((key, "not labelled as a member of this set"))
-        elif not policy.policy_of(body).prunable:
-            result.kept.append((key, "pruning disabled by annotation; orphaned (set label removed)"))
+        elif not policy.deletable(body, prune_crds=options.prune_crds):
+            result.kept.append((key, f"{policy.kept_because(body)}; orphaned (set label removed)"))
             result.orphan.append(key)
         else:
             result.delete.append(key)

@@ -67,7 +67,9 @@ class Hooks:
     owns: Callable[[str], bool]
     #: raises once ``serve`` is stopping (a deletion stops before its next write)
     guard: Callable[[], None]
-    default_service_account: Callable[[], str | None]
+    #: the ServiceAccount the configuration gives the sync (name, runner namespace): its own as
+    #: this process last ran it, else the Runner's defaultServiceAccount; never the inventory's
+    service_account: Callable[[str, str], str | None]
     #: called for each sync deleted (its metrics go)
     deleted: Callable[[str, str], None]
 
@@ -155,7 +157,9 @@ class Departures:
                     held.guard()
                 self.hooks.guard()
 
-            options = deletion.DeleteOptions(default_service_account=self.hooks.default_service_account())
+            options = deletion.DeleteOptions(
+                configured_service_account=self.hooks.service_account(name, namespace)
+            )
             result = deletion.delete(name, namespace=namespace, options=options, kube=self.kube, guard=guard)
         finally:
             if held is not None:
@@ -209,7 +213,9 @@ def by_hand(
     context: str | None = None,
 ) -> Result:
     """``lockgate delete NAME``: refused while a configuration still names the sync (its next
-    pass would bring it back), else the deletion under the sync's Lease (none on a dry run)."""
+    pass would bring it back), else the deletion under the sync's Lease (none on a dry run).
+    The identity it is made as is ``options.service_account``, else the Runner's
+    ``defaultServiceAccount`` of ``config_path`` or of the runner installed in the namespace."""
     default_account = None
     kube = Kube.from_kubeconfig(kubeconfig, context=context, pool=options.concurrency + 4)
     if config_path is not None:
@@ -224,9 +230,8 @@ def by_hand(
     else:
         ns = runner_namespace(namespace)
         _still_served(kube, name, ns)
-    options = dataclasses.replace(
-        options, default_service_account=options.default_service_account or default_account
-    )
+        default_account = _installed_account(kube, ns)
+    options = dataclasses.replace(options, configured_service_account=default_account)
     if options.dry_run:
         return deletion.delete(name, namespace=ns, options=options, kube=kube)
     keeper = leases.LeaseKeeper(kube)
@@ -260,6 +265,16 @@ def _found_in(kube: Kube, name: str, loaded: config_mod.Config) -> str:
             "pass -n the one to delete"
         )
     return found[0] if found else next(iter(candidates))
+
+
+def _installed_account(kube: Kube, namespace: str) -> str | None:
+    """The ``defaultServiceAccount`` of the runner installed in ``namespace``, if one is found
+    there (as ``rollback`` finds its configuration) and may be read."""
+    try:
+        loaded, _ = installed.load(kube, namespace)
+    except LockgateError:
+        return None
+    return loaded.runner.default_service_account
 
 
 def _still_served(kube: Kube, name: str, namespace: str) -> None:

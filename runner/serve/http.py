@@ -200,9 +200,9 @@ def hooks_app(
                     "client": client,
                 },
             )
-            return _answer(sync, 401, message="missing or invalid signature or token")
+            return _answer(sync, 401, message="missing or invalid signature or token", close=True)
         if not await run_in_threadpool(endpoints.knows, sync):
-            return _answer(sync, 404, message=f"no sync named {sync!r}")
+            return _answer(sync, 404, message=f"no sync named {sync!r}", close=True)
         if await run_in_threadpool(endpoints.suspended, sync):
             log.info("webhook for a suspended sync", extra={"sync": sync, "status": 409, "client": client})
             return _answer(
@@ -236,7 +236,9 @@ def hooks_app(
         if found is None or not receivers.authenticate(found.kind, request.headers, body, found.token):
             why = "no receiver has this path" if found is None else f"{found.kind} proof missing or wrong"
             log.warning("webhook refused", extra={"status": 401, "reason": why, "client": client})
-            return _received(None, 401, message="missing or invalid hook path, signature or token")
+            return _received(
+                None, 401, message="missing or invalid hook path, signature or token", close=True
+            )
         try:
             payload = bounded.json_value(body, "the webhook body", max_bytes=max_body_bytes)
             event = receivers.pushed(found.kind, request.headers, payload)
@@ -270,7 +272,17 @@ def hooks_app(
         return _received(found.name, 200, message=message, triggered=triggered)
 
     return Starlette(
-        routes=[Route("/hook/{sync}", hook, methods=["POST"]), Route("/healthz", _healthz, methods=["GET"])]
+        routes=[Route("/hook/{sync}", hook, methods=["POST"]), Route("/healthz", _healthz, methods=["GET"])],
+        exception_handlers={404: _refused_route, 405: _refused_route},
+    )
+
+
+async def _refused_route(request: Request, exc: Exception) -> Response:
+    """A path or method the webhook listener has no route for: answered and the connection
+    closed, so a caller probing for paths holds no keep-alive slot (docs/security.md §21)."""
+    status = int(getattr(exc, "status_code", 404))
+    return PlainTextResponse(
+        str(getattr(exc, "detail", "")) or "Not Found", status_code=status, headers={"Connection": "close"}
     )
 
 

@@ -12,11 +12,19 @@ handed to it through ``Config(http=...)``) adds Go ``net/http``'s server deadlin
   ``request_seconds`` (``ReadTimeout``);
 - an answer not taken by the caller within ``answer_seconds`` ends the connection
   (``WriteTimeout``), so a caller that stops reading cannot hold a slot and a full buffer;
-- a connection beyond ``connections`` is closed as soon as it is accepted, which bounds the
-  memory a listener can be made to hold (each connection buffers at most ``header_bytes``
-  of headers; bodies are bounded by the routes).
+- at most ``connections`` are open at once, which bounds the memory a listener can be made
+  to hold (each connection buffers at most ``header_bytes`` of headers; bodies are bounded by
+  the routes), and one client address holds at most ``per_client`` of them;
+- a connection that would go past either bound makes room instead of being refused: the
+  oldest connection that still owes its request (its client's own, past ``per_client``; any,
+  past ``connections``) is ended. A caller that sends nothing, or its headers a byte at a
+  time, cannot hold the listener against a delivery, which sends its request at once; only
+  when no connection owes anything (every one is reading a body or being answered) is the
+  new one closed. One client address is only a share, not the whole listener, because
+  behind an ingress every delivery comes from the ingress's address.
 
-A deadline ends the connection with a reset: a hostile caller gets nothing to read.
+A deadline or an eviction ends the connection with a reset: a hostile caller gets nothing
+to read.
 """
 
 from __future__ import annotations
@@ -49,10 +57,12 @@ class Limits:
     answer_seconds: float = 60.0
     idle_seconds: int = 5
     header_bytes: int = 16 * 1024
+    #: connections one client address may hold (past it, its own oldest idle one is ended)
+    per_client: int = 32
 
 
 #: /healthz, /readyz, /metrics: the kubelet, Prometheus and a person, never many at once
-PROBES = Limits(name="probes", connections=32)
+PROBES = Limits(name="probes", connections=32, per_client=32)
 #: /hook/SYNC: reachable from outside; bodies up to Runner maxBodyBytes each
 WEBHOOK = Limits(name="webhook", connections=64)
 #: the status page and its JSON API
@@ -75,6 +85,7 @@ class GuardedConfig(uvicorn.Config):
         )
         self.limits = limits
         self.last_cap_log = 0.0
+        self.last_evict_log = 0.0
 
 
 class GuardedH11(H11Protocol):
@@ -99,11 +110,11 @@ class GuardedH11(H11Protocol):
     # ---- asyncio.Protocol ----------------------------------------------------------------
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
-        if len(self.connections) > self.limits.connections:
+        self._since = self.loop.time()
+        if not self._make_room():
             self._over_cap()
             transport.abort()
             return
-        self._since = self.loop.time()
         self._watch()
 
     def data_received(self, data: bytes) -> None:
@@ -120,6 +131,35 @@ class GuardedH11(H11Protocol):
         self._phase = None
         super().on_response_complete()
         self._watch()
+
+    # ---- room ------------------------------------------------------------------------------
+    def _host(self) -> str:
+        return self.client[0] if self.client else ""
+
+    def _owes_request(self) -> bool:
+        """Open, and nothing of a request taken yet: no body being read, no answer owed."""
+        return not self.transport.is_closing() and self._current_phase() == "headers"
+
+    def _make_room(self) -> bool:
+        """Whether this new connection may stay, ending the oldest that owes its request when
+        its client, or the listener, is at its bound."""
+        others = [
+            c
+            for c in self.connections
+            if c is not self and isinstance(c, GuardedH11) and not c.transport.is_closing()
+        ]
+        host = self._host()
+        mine = [c for c in others if c._host() == host]
+        if len(mine) >= self.limits.per_client:
+            if not _evict(mine):
+                return False
+            self._evicted(f"{host or 'a client'} holds {len(mine)} connections, its share")
+            others = [c for c in others if not c.transport.is_closing()]
+        if len(others) >= self.limits.connections:
+            if not _evict(others):
+                return False
+            self._evicted(f"{len(others)} connections open, the limit")
+        return True
 
     # ---- deadlines -------------------------------------------------------------------------
     def _current_phase(self) -> str | None:
@@ -170,7 +210,27 @@ class GuardedH11(H11Protocol):
         if now - self.guarded.last_cap_log >= _CAP_LOG_SECONDS:
             self.guarded.last_cap_log = now
             log.warning(
-                "%s listener: %d connections open, the limit; closing new ones until some end",
+                "%s listener: %d connections open, the limit, none of them idle; closing new ones "
+                "until some end",
                 self.limits.name,
                 self.limits.connections,
             )
+
+    def _evicted(self, why: str) -> None:
+        now = time.monotonic()
+        if now - self.guarded.last_evict_log >= _CAP_LOG_SECONDS:
+            self.guarded.last_evict_log = now
+            log.warning(
+                "%s listener: %s; ending the oldest idle one for each new connection", self.limits.name, why
+            )
+
+
+def _evict(connections: list[GuardedH11]) -> bool:
+    """End the oldest of ``connections`` that still owes its request; False if none does."""
+    idle = [c for c in connections if c._owes_request()]
+    if not idle:
+        return False
+    oldest = min(idle, key=lambda c: c._since)
+    oldest._cancel()
+    oldest.transport.abort()
+    return True

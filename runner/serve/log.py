@@ -4,8 +4,10 @@ Events carry their fields as ``logging`` extras (``sync``, ``revision``, ``diges
 ``outcome``, ``seconds``, ``reason``...); the JSON form is one object per line, the way
 Flux's controllers log, so log pipelines can filter by sync. The handler sits on the root
 logger, so every line on stderr is in the chosen format: ours, the HTTP server's, and
-Python warnings (routed through ``logging``, one event each). A text line stays one line:
-newlines in a message, a field or a traceback are written as ``\\n``.
+Python warnings (routed through ``logging``, one event each). A text line stays one line
+and safe for a terminal: newlines in a message, a field or a traceback are written as
+``\\n``, and every other control character as its escape (``lockgate.terminal.shown``: a
+field may carry a tenant's words, an object's status message). JSON escapes by itself.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import sys
 import time
 from typing import Any
 
+from lockgate import terminal
 from lockgate.redact import scrub
 
 #: attributes every LogRecord has; anything else on a record is an event field
@@ -44,18 +47,14 @@ class JsonFormatter(logging.Formatter):
         return scrub(json.dumps(doc, default=str, separators=(",", ":")))
 
 
-def _one_line(text: str) -> str:
-    return text.replace("\r", "").replace("\n", "\\n")
-
-
 class TextFormatter(logging.Formatter):
     def format(self, record: logging.LogRecord) -> str:
         stamp = time.strftime("%H:%M:%S", time.localtime(record.created))
         fields = fields_of(record)
         if record.exc_info:
             fields["error"] = self.formatException(record.exc_info)
-        extra = " ".join(f"{k}={_one_line(str(v))}" for k, v in fields.items())
-        line = f"{stamp} {record.levelname.lower():5} {_one_line(record.getMessage())}"
+        extra = " ".join(f"{k}={terminal.shown(str(v))}" for k, v in fields.items())
+        line = f"{stamp} {record.levelname.lower():5} {terminal.shown(record.getMessage())}"
         return scrub(line + (f"  {extra}" if extra else ""))
 
 

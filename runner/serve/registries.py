@@ -44,6 +44,10 @@ class Registries:
             return self._cloud_client(options)
         ref = registry.parse(options.source.url)
         spec = options.source
+        if ref.layout is not None:
+            # a directory, not a host: never shared between syncs (every layout has one "host"),
+            # and reached under the sync's own allowed root; opening one costs two stats
+            return registry.RegistryClient.for_reference(ref, layout_tree=spec.layout_tree())
         # the certificate and proxy Secrets and insecure make a different client too
         names = (spec.secret_ref, spec.cert_secret_ref, spec.proxy_secret_ref)
         secret = any(names)

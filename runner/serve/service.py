@@ -3,7 +3,9 @@
 One process: the scheduler's pool runs passes (``pipeline.reconcile``) on one shared
 Kubernetes client; registry clients are kept per host and credentials (``registries``) so the cheap checks
 reuse their connections. ``start`` opens the listeners before this replica joins the
-membership (``replica``), so one that cannot start never gets syncs. A housekeeping
+membership (``replica``), so one that cannot start never gets syncs. With a Runner's
+``spec.capabilities``, a thread of its own publishes what the cluster serves every
+``interval`` it changed (``pipeline.capabilities``; a registry away delays nothing else). A housekeeping
 thread reloads the configuration when the file's bytes change (a mounted ConfigMap
 changes by symlink swap, so the file is re-read rather than watched for events), renews
 this replica's membership, checks that the API server answers (for ``/readyz``), marks the
@@ -39,9 +41,9 @@ from lockgate import registry
 from lockgate.errors import Abandoned, LockgateError, UsageError
 from runner.inventory import requested, store, suspended
 from runner.kube.client import Kube
+from runner.pipeline import capabilities, records, secretrefs, source, status
 from runner.pipeline import config as config_mod
 from runner.pipeline import reconcile as pipeline
-from runner.pipeline import records, secretrefs, source, status
 from runner.pipeline.result import Result
 from runner.serve import departures, holds, http, leases, listener, receivers, registries
 from runner.serve import log as log_mod
@@ -136,6 +138,8 @@ class Service:
         self._requests: dict[str, str] = {}
         #: runner namespaces of syncs a reload removed: where their inventories wait for deletion
         self._left: set[str] = set()
+        #: (sync, runner namespace) -> the ServiceAccount its passes ran as in this process
+        self._accounts: dict[tuple[str, str], str | None] = {}
         self.departures = departures.Departures(
             self.kube,
             self.keeper,
@@ -146,7 +150,7 @@ class Service:
                 blocked=self._deletion_blocked,
                 owns=self._owns,
                 guard=self.scheduler.guard,
-                default_service_account=lambda: self.config.runner.default_service_account,
+                service_account=self._service_account,
                 deleted=self.metrics.forget,
             ),
         )
@@ -198,6 +202,7 @@ class Service:
                 self.replica.join()
             self.scheduler.start()
             threading.Thread(target=self._housekeeping, name="lockgate-housekeeping", daemon=True).start()
+            threading.Thread(target=self._capabilities, name="lockgate-capabilities", daemon=True).start()
         except BaseException:
             self._stop.set()
             if self.replica is not None:
@@ -259,6 +264,17 @@ class Service:
                     daemon=True,
                 ).start()
         self._namespaces = {o.name: pipeline.runner_namespace(o.namespace) for o in cfg.syncs}
+        # kept after a reload removes the sync: its deletion is made as it ran
+        self._accounts.update(
+            {(o.name, pipeline.runner_namespace(o.namespace)): o.service_account_name for o in cfg.syncs}
+        )
+
+    def _service_account(self, name: str, namespace: str) -> str | None:
+        """The ServiceAccount a departed sync is deleted as: the one it ran as in this process,
+        else the Runner's defaultServiceAccount (``departures``); never its inventory's."""
+        if (name, namespace) in self._accounts:
+            return self._accounts[(name, namespace)]
+        return self.config.runner.default_service_account
 
     def reload(self) -> bool:
         """Load the file again if its bytes changed; a bad file is refused and the old one kept."""
@@ -545,6 +561,29 @@ class Service:
                 last["suspension"] = now + READY_EVERY
                 self._publish_suspension()
             self._move_counts()
+
+    def _capabilities(self) -> None:
+        """Publish the cluster's capabilities when ``spec.capabilities`` asks, then every
+        ``interval`` (at once after a reload that changes them); a failure is tried again
+        within a minute."""
+        due, seen = 0.0, None
+        while True:
+            settings = self.config.runner
+            if (settings.capabilities, settings.cluster_name) != seen:
+                seen, due = (settings.capabilities, settings.cluster_name), 0.0
+            now = time.monotonic()
+            interval = settings.capabilities.interval
+            if settings.capabilities.url is not None and now >= due:
+                due = now + interval
+                try:
+                    done = capabilities.publish(settings, self.kube, self.namespace)
+                except LockgateError as exc:
+                    due = now + min(interval, 60.0)
+                    log.warning("capabilities not published; trying again", extra={"reason": exc.message})
+                else:
+                    log.log(logging.INFO if done.written else logging.DEBUG, done.text)
+            if self._stop.wait(1.0):
+                return
 
     def _publish_suspension(self) -> None:
         """Mark the inventories of suspended syncs (and unmark resumed ones) so ``lockgate sync``

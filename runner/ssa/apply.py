@@ -30,6 +30,7 @@ from runner.plan import applyset, classify, drift, ignore, kinds, takeover
 from runner.plan.desired import Desired
 from runner.plan.objects import labels_of
 from runner.plan.policy import SSAMode
+from runner.plan.reserved import Reserved
 from runner.ssa import owners
 from runner.ssa.manager import Manager
 
@@ -44,6 +45,8 @@ class ApplyOptions:
     recreate_timeout: float = 60.0
     #: ``spec.driftDetection.mode``: what to do with an object changed in the cluster
     drift: drift.Mode = drift.Mode.ENABLED
+    #: the sync and the runner namespaces whose records no object may take (``runner.plan.reserved``)
+    reserved: Reserved | None = None
 
 
 class ApplyFailed(ApplyError):
@@ -63,6 +66,15 @@ class ApplyFailed(ApplyError):
         codes = {e.exit_code for e in errors}
         if len(codes) == 1:  # e.g. every request met a dead cluster: exit as that, not "refused"
             self.exit_code = codes.pop()
+
+
+#: what ``StageApplier.index`` lists: our members, another set's members, ApplySet parents
+_OURS, _FOREIGN, _PARENTS = "ours", "foreign", "parents"
+
+
+def _may_be_parent(res: Resource) -> bool:
+    """Secrets and ConfigMaps: the kinds an ApplySet parent is (kubectl's, lockgate's Secrets)."""
+    return not res.group and res.kind in ("Secret", "ConfigMap")
 
 
 class _Unchanged:
@@ -97,30 +109,39 @@ class StageApplier:
     def index(
         self, items: Sequence[Desired], resources: Mapping[ObjectKey, Resource]
     ) -> dict[ObjectKey, Live]:
-        """The live members of our set, and a refusal of any object another set owns.
+        """The live members of our set, and a refusal of any object that is another's.
 
-        Two selective LISTs per resource and namespace: our members (the fast path), and
-        objects labelled part of a *different* ApplySet (usually none, so a small answer).
-        An object found there is refused unless annotated ``lockgate.dev/adopt: enabled``:
-        two syncs would otherwise take it from each other on every pass (kapp refuses too).
+        First, without a request, the objects that take a name or label only lockgate writes
+        (``runner.plan.reserved``). Then two selective LISTs per resource and namespace: our
+        members (the fast path), and objects labelled part of a *different* ApplySet (usually
+        none, so a small answer). An object found there is refused unless annotated
+        ``lockgate.dev/adopt: enabled``: two syncs would otherwise take it from each other on
+        every pass (kapp refuses too). For Secrets and ConfigMaps, the kinds a parent is, a
+        third LIST finds the ApplySet parents among them (in a namespace the configuration
+        does not know as a runner namespace too), which no adoption takes.
         """
+        self._refuse_reserved(items)
         groups: dict[tuple[Resource, str], dict[str, Desired]] = {}
         for item in items:
             res = resources.get(item.key)
             if res is not None:
                 groups.setdefault((res, item.key.namespace), {})[item.key.name] = item
 
-        def list_group(task: tuple[bool, tuple[Resource, str], dict[str, Desired]]) -> dict[ObjectKey, Live]:
-            foreign, (res, namespace), wanted = task
-            selector = self.mgr.foreign_selector if foreign else self.mgr.member_selector
+        def list_group(task: tuple[str, tuple[Resource, str], dict[str, Desired]]) -> dict[ObjectKey, Live]:
+            which, (res, namespace), wanted = task
+            selector = {
+                _OURS: self.mgr.member_selector,
+                _FOREIGN: self.mgr.foreign_selector,
+                _PARENTS: applyset.ID_LABEL,
+            }[which]
             found: dict[ObjectKey, Live] = {}
             for live in self.mgr.kube.list_all(res, namespace, label_selector=selector):
                 item = wanted.get(live.get("metadata", {}).get("name", ""))
                 if item is None:
                     continue
-                if foreign:
-                    if not item.policy.adopt:
-                        found[item.key] = live
+                if which == _PARENTS or (which == _FOREIGN and not item.policy.adopt):
+                    found[item.key] = live
+                if which != _OURS:
                     continue
                 fast = classify.fast_unchanged(
                     item, live, recorded_hash=self.recorded.get(item.key, ""), manager=self.mgr.field_manager
@@ -128,22 +149,55 @@ class StageApplier:
                 found[item.key] = UNCHANGED if fast else live
             return found
 
-        tasks = [(foreign, group, wanted) for group, wanted in groups.items() for foreign in (False, True)]
+        tasks = [
+            (which, group, wanted)
+            for group, wanted in groups.items()
+            for which in (_OURS, _FOREIGN, *((_PARENTS,) if _may_be_parent(group[0]) else ()))
+        ]
         index: dict[ObjectKey, Live] = {}
-        owned_elsewhere: dict[ObjectKey, dict[str, Any]] = {}
-        for (foreign, _, _), result in zip(tasks, self.mgr.each(list_group, tasks), strict=True):
+        refused: dict[ObjectKey, LockgateError] = {}
+        by_key = {item.key: item for item in items}
+        for (which, _, _), result in zip(tasks, self.mgr.each(list_group, tasks), strict=True):
             if isinstance(result, LockgateError):
                 raise result
-            if foreign:
-                owned_elsewhere.update({k: v for k, v in result.items() if isinstance(v, dict)})
-            else:
-                index.update(result)
-        if owned_elsewhere:
-            by_key = {item.key: item for item in items}
-            keys = sorted(owned_elsewhere, key=str)
-            errors = [self._owned_elsewhere(by_key[key], owned_elsewhere[key]) for key in keys]
-            raise ApplyFailed(errors, ChangeSet())
+            for key, live in result.items():
+                if which == _OURS:
+                    index[key] = live
+                elif isinstance(live, dict) and (which == _PARENTS or key not in refused):
+                    refused[key] = (self._parent if which == _PARENTS else self._owned_elsewhere)(
+                        by_key[key], live
+                    )
+        if refused:
+            raise ApplyFailed([refused[key] for key in sorted(refused, key=str)], ChangeSet())
         return index
+
+    def _sync(self) -> str:
+        reserved = self.options.reserved
+        return f"Sync {reserved.sync} may not apply it: " if reserved is not None else ""
+
+    def _refuse_reserved(self, items: Sequence[Desired]) -> None:
+        reserved = self.options.reserved
+        if reserved is None:
+            return
+        errors = []
+        for item in items:
+            if not item.policy.applies:
+                continue  # never written by a pass (ssa: Ignore, reconcile: disabled)
+            why = reserved.why(item.key, item.body)
+            if why is not None:
+                errors.append(_about(item, ApplyError(reserved.message(why))))
+        if errors:
+            raise ApplyFailed(errors, ChangeSet())
+
+    def _parent(self, item: Desired, live: dict[str, Any]) -> LockgateError:
+        owner = owners.parent(live)
+        return _about(
+            item,
+            ApplyError(
+                f"{self._sync()}it is the ApplySet parent of {owner}, whose records it would replace; "
+                "no adoption takes a parent: rename the object or remove it from the artifact"
+            ),
+        )
 
     def _owned_elsewhere(self, item: Desired, live: dict[str, Any]) -> LockgateError:
         other = labels_of(live).get(applyset.PART_OF_LABEL, "")
@@ -151,8 +205,8 @@ class StageApplier:
         return _about(
             item,
             ApplyError(
-                f"already applied by {owner}; one object has one owner: remove it from one of the "
-                "two, or annotate it lockgate.dev/adopt: enabled to take it over"
+                f"{self._sync()}already applied by {owner}; one object has one owner: remove it from one "
+                "of the two, or annotate it lockgate.dev/adopt: enabled to take it over"
             ),
         )
 

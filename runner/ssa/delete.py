@@ -137,7 +137,9 @@ def delete_set(
     changed) when the guard refuses, except on a dry run, which reports it in ``refused``."""
     resources = {key: _resource(mgr, member) for key, member in members.items()}
     live = _read(mgr, resources)
-    decided = deletion.plan(members, live, set_id=mgr.set_id, deleting=deleting, why_not=why_not)
+    decided = deletion.plan(
+        members, live, set_id=mgr.set_id, deleting=deleting, why_not=why_not, prune_crds=recorded.prune_crds
+    )
     done = Deleted(plan=decided)
     try:
         deletion.check(sync, decided, len(members), recorded, allow_mass_prune=allow_mass_prune)

@@ -10,6 +10,13 @@ Succeeded, any other kind Current), failing at the first one that fails with its
 the Pods' (``runner.ssa.wait``). Then ``on-success`` / ``on-failure`` delete it. A hook
 that never finishes fails the pass when the sync's timeout passes, naming it; it is left
 running (the next run replaces it).
+
+A hook deletes only its own previous run: an object labelled as a member of this sync's set,
+or recorded as this sync's (its inventory lists it). Anything else under the hook's name (a
+person's ConfigMap, another sync's object, an inventory) fails the pass before anything is
+written (``check_replaceable``, after the pre-flight), naming the object and its owner as
+the apply names an object another sync holds; the delete itself is made only for the object
+checked (its uid as a precondition), and checked again then.
 """
 
 from __future__ import annotations
@@ -17,17 +24,19 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from lockgate.diff.changeset import Action, ChangeSet, Entry
 from lockgate.errors import ApplyError, LockgateError
 from lockgate.manifests import ObjectKey
 from runner.kube.discovery import Resource
 from runner.kube.errors import KubeError, NotFoundError
-from runner.plan import ordering
+from runner.plan import applyset, ordering
 from runner.plan.desired import Desired
 from runner.plan.health import HealthStatus
+from runner.plan.objects import labels_of
 from runner.plan.ordering import Deletion, Hook, Phase
-from runner.ssa import apply, wait
+from runner.ssa import apply, owners, wait
 from runner.ssa.manager import Manager
 
 Due = tuple[Desired, Hook]
@@ -37,6 +46,10 @@ Due = tuple[Desired, Hook]
 class HookOptions:
     timeout: float = 300.0
     dry_run: bool = False
+    #: the objects this sync's inventory records: a hook's previous run among them is its own
+    recorded: frozenset[ObjectKey] = frozenset()
+    #: the sync's name, for the refusals
+    sync: str = ""
 
 
 class HookFailed(wait.HealthFailed):
@@ -55,12 +68,60 @@ _STUCK = (
 )
 
 
-def check_replaceable(items: Sequence[Due], live: Collection[ObjectKey]) -> None:
+def _owner(mgr: Manager, live: dict[str, Any]) -> str:
+    """Who the object under a hook's name is, as the apply names another sync's object."""
+    labels = labels_of(live)
+    if applyset.ID_LABEL in labels:
+        return f"the ApplySet parent of {owners.parent(live)}"
+    other = labels.get(applyset.PART_OF_LABEL)
+    if other:
+        return f"held by {owners.describe(mgr.kube, other)}"
+    return "not lockgate's (no ApplySet label: a person's or another tool's object)"
+
+
+def _not_ours(
+    mgr: Manager, key: ObjectKey, live: dict[str, Any], recorded: Collection[ObjectKey], sync: str
+) -> str:
+    """Why the hook may not delete ``live`` to run again; "" when it is its own previous run."""
+    if applyset.is_member(live, mgr.set_id) or key in recorded:
+        return ""
+    whose = f"a hook of Sync {sync}" if sync else "a hook"
+    return (
+        f"{whose} deletes only its own previous run, and the object of this name is {_owner(mgr, live)}; "
+        "nothing was deleted or applied: rename the hook, or remove that object if it is yours to remove"
+    )
+
+
+def check_replaceable(
+    mgr: Manager,
+    items: Sequence[Due],
+    live: Collection[ObjectKey],
+    *,
+    recorded: Collection[ObjectKey] = frozenset(),
+    sync: str = "",
+) -> None:
     """Before anything is written: a due hook still in the cluster whose delete policy lacks
-    ``before-creation`` cannot run again (Helm refuses it too); say how to go on."""
+    ``before-creation`` cannot run again (Helm refuses it too); say how to go on. A due hook
+    whose name another object has (not listed among our members in ``live``) may not delete
+    it: refused naming it and its owner."""
     stuck = [d for d, hook in items if d.key in live and Deletion.BEFORE_CREATION not in hook.deletion]
     if stuck:
         raise apply.ApplyFailed([apply.about(d, ApplyError(_STUCK)) for d in stuck], ChangeSet())
+    others = [d for d, _ in items if d.key not in live]
+    resources = apply.resolve_resources(mgr, others, dry_run=True)
+
+    def look(item: Desired) -> None:
+        res = resources.get(item.key)
+        found = None if res is None else mgr.kube.get(res, item.key.namespace, item.key.name)
+        why = "" if found is None else _not_ours(mgr, item.key, found, recorded, sync)
+        if why:
+            raise apply.about(item, ApplyError(why))
+
+    errors = [
+        r for r in mgr.each(look, [d for d in others if d.key in resources]) if isinstance(r, LockgateError)
+    ]
+    if errors:
+        raise apply.ApplyFailed(errors, ChangeSet())
 
 
 def _gone(mgr: Manager, res: Resource, key: ObjectKey, uid: str, deadline: float) -> None:
@@ -74,8 +135,9 @@ def _gone(mgr: Manager, res: Resource, key: ObjectKey, uid: str, deadline: float
         time.sleep(0.2)
 
 
-def _replace(mgr: Manager, res: Resource, item: Due, deadline: float) -> bool:
-    """Delete the previous object when there is one; True when it was there."""
+def _replace(mgr: Manager, res: Resource, item: Due, deadline: float, options: HookOptions) -> bool:
+    """Delete the previous run when there is one (only our own: checked again here); True
+    when it was there."""
     desired, hook = item
     key = desired.key
     live = mgr.kube.get(res, key.namespace, key.name)
@@ -83,9 +145,13 @@ def _replace(mgr: Manager, res: Resource, item: Due, deadline: float) -> bool:
         return False
     if Deletion.BEFORE_CREATION not in hook.deletion:
         raise ApplyError(_STUCK)  # named by the caller
+    why = _not_ours(mgr, key, live, options.recorded, options.sync)
+    if why:
+        raise ApplyError(why)
     uid = str((live.get("metadata") or {}).get("uid", ""))
-    # background: a Job's Pods go with it (a Job deleted by default orphans them)
-    mgr.kube.delete(res, key.namespace, key.name, propagation="Background")
+    # background: a Job's Pods go with it (a Job deleted by default orphans them); the uid: only
+    # the object just checked, never one created under its name meanwhile
+    mgr.kube.delete(res, key.namespace, key.name, propagation="Background", uid=uid)
     _gone(mgr, res, key, uid, deadline)
     return True
 
@@ -152,7 +218,7 @@ def run(
 
     def start(item: Due) -> Entry:
         res = resources[item[0].key]
-        replaced[item[0].key] = _replace(mgr, res, item, deadline)
+        replaced[item[0].key] = _replace(mgr, res, item, deadline, options)
         mgr.kube.apply(res, item[0].body, manager=mgr.field_manager)
         return Entry(item[0].key, Action.CREATED, _reason(label, replaced[item[0].key], "started"))
 

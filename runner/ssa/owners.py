@@ -1,15 +1,20 @@
-"""Who owns an object that another ApplySet claims: named for the message that refuses it.
+"""Who owns an object that another ApplySet claims, or whose records an ApplySet parent holds:
+named for the message that refuses it.
 
 Only asked when an object is found labelled part of another set, so its cost (one LIST of
-Secrets by the set's id label) is paid on a conflict, never on a normal pass.
+Secrets by the set's id label) is paid on a conflict, never on a normal pass; a parent names
+its set itself.
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 from lockgate.errors import LockgateError
 from runner.kube.client import Kube
 from runner.kube.discovery import CONFIGMAP, SECRET
 from runner.plan import applyset
+from runner.plan.objects import labels_of
 
 INVENTORY_PREFIX = "lockgate-"
 
@@ -31,3 +36,19 @@ def describe(kube: Kube, set_id: str) -> str:
             return f"Sync {name.removeprefix(INVENTORY_PREFIX)} (inventory Secret {namespace}/{name})"
         return f"the ApplySet of {res.kind} {namespace}/{name}"
     return f"another ApplySet ({applyset.PART_OF_LABEL}={set_id})"
+
+
+def parent(live: dict[str, Any]) -> str:
+    """``Sync NAME (inventory Secret NS/lockgate-NAME)`` for a lockgate inventory, else the set
+    a live ApplySet parent names."""
+    meta = live.get("metadata") or {}
+    name, namespace = str(meta.get("name", "")), str(meta.get("namespace", ""))
+    kind = str(live.get("kind") or "Secret")
+    set_id = labels_of(live).get(applyset.ID_LABEL, "")
+    if (
+        kind == "Secret"
+        and name.startswith(INVENTORY_PREFIX)
+        and set_id == applyset.applyset_id(name, namespace)
+    ):
+        return f"Sync {name.removeprefix(INVENTORY_PREFIX)} (inventory Secret {namespace}/{name})"
+    return f"the ApplySet {set_id} ({kind} {namespace}/{name})"

@@ -222,15 +222,16 @@ def wait(
             if interrupt is not None:
                 interrupt()
             now = time.time()
+            copies: list[dict[str, Any] | None] = []
             for key, res in targets:
-                watcher = watchers[group_of(key, res)]
-                obj = watcher.get(key.name)
-                copy = dict(obj) if obj is not None else None
-                report[key] = (
-                    judge(copy, now)
-                    if judge is not None
-                    else health.compute(copy, now=now, custom=options.custom)
-                )
+                obj = watchers[group_of(key, res)].get(key.name)
+                copies.append(dict(obj) if obj is not None else None)
+            judged = (
+                [judge(copy, now) for copy in copies]
+                if judge is not None
+                else health.compute_all(copies, now=now, custom=options.custom)
+            )
+            report.update(zip((key for key, _ in targets), judged, strict=True))
             failed = [k for k, _ in targets if report[k].status is HealthStatus.FAILED]
             if failed and options.fail_fast:
                 _explain_workloads(mgr, targets, report, failed, lambda key: watchers[group_of(*key)].get)

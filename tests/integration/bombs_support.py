@@ -54,36 +54,61 @@ def cap_memory() -> None:
     resource.setrlimit(resource.RLIMIT_AS, (MEMORY_CAP, MEMORY_CAP))
 
 
+#: Linux charges a forked child the resident set of the image it was forked from until it
+#: exec's, and ``ru_maxrss`` keeps that high-water mark: a child forked straight from pytest
+#: (hundreds of MiB into a long session) would report pytest's size, not lockgate's. So the
+#: CLI starts from this tiny launcher, which caps the address space, exec's lockgate in a
+#: child of its own and writes only that child's peak (KiB) to the file it is given.
+_LAUNCHER = (
+    "import os, resource, sys\n"
+    "pid = os.fork()\n"
+    "if pid == 0:\n"
+    "    resource.setrlimit(resource.RLIMIT_AS, (int(sys.argv[2]), int(sys.argv[2])))\n"
+    "    os.execvp(sys.argv[3], sys.argv[3:])\n"
+    "_, status, usage = os.wait4(pid, 0)\n"
+    "open(sys.argv[1], 'w').write(str(usage.ru_maxrss))\n"
+    "sys.exit(os.waitstatus_to_exitcode(status))\n"
+)
+
+
 def lockgate(*args: str, timeout: float = 120, env: dict[str, str] | None = None) -> Measured:
-    """``lockgate ARGS`` as a capped child; killed (by its pid) past ``timeout``."""
+    """``lockgate ARGS`` as a capped child (through ``_LAUNCHER``); killed past ``timeout``."""
     full_env = {**os.environ, "LOCKGATE_KUSTOMIZE": str(binaries.binary("kustomize")), **(env or {})}
-    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
-        started = time.monotonic()
-        proc = subprocess.Popen(
-            [*LOCKGATE, *args],
-            stdout=out,
-            stderr=err,
-            stdin=subprocess.DEVNULL,
-            env=full_env,
-            preexec_fn=cap_memory,
-        )
-        timer = threading.Timer(timeout, os.kill, (proc.pid, signal.SIGKILL))
-        timer.start()
-        try:
-            _, status, usage = os.wait4(proc.pid, 0)
-        finally:
-            timer.cancel()
-        proc.returncode = os.waitstatus_to_exitcode(status)
-        seconds = time.monotonic() - started
-        out.seek(0)
-        err.seek(0)
-        return Measured(
-            proc.returncode,
-            out.read().decode(errors="replace"),
-            err.read().decode(errors="replace"),
-            seconds,
-            usage.ru_maxrss / 1024,
-        )
+    with tempfile.TemporaryDirectory() as tmp:
+        peak_file = Path(tmp) / "peak"
+        with open(Path(tmp) / "out", "w+b") as out, open(Path(tmp) / "err", "w+b") as err:
+            started = time.monotonic()
+            proc = subprocess.Popen(
+                [
+                    sys.executable,
+                    "-I",
+                    "-S",
+                    "-c",
+                    _LAUNCHER,
+                    str(peak_file),
+                    str(MEMORY_CAP),
+                    *LOCKGATE,
+                    *args,
+                ],
+                stdout=out,
+                stderr=err,
+                stdin=subprocess.DEVNULL,
+                env=full_env,
+                start_new_session=True,
+            )
+            # the whole session (launcher and lockgate) goes, by its group
+            timer = threading.Timer(timeout, os.killpg, (proc.pid, signal.SIGKILL))
+            timer.start()
+            try:
+                proc.wait()
+            finally:
+                timer.cancel()
+            seconds = time.monotonic() - started
+            out.seek(0)
+            err.seek(0)
+            stdout, stderr = out.read().decode(errors="replace"), err.read().decode(errors="replace")
+        peak_kib = int(peak_file.read_text()) if peak_file.exists() else 0
+    return Measured(proc.returncode, stdout, stderr, seconds, peak_kib / 1024)
 
 
 def peak_mib(pid: int) -> float:

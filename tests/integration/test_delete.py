@@ -7,6 +7,7 @@ person removes a Sync document, and ``lockgate delete NAME --config FILE`` delet
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import signal
@@ -16,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from runner.inventory import store
 from runner.kube.client import Kube
 from runner.plan import applyset, shard
 from tests.integration.delete_support import (
@@ -33,6 +35,7 @@ from tests.integration.delete_support import (
 )
 from tests.integration.reconcile_support import configmap, dump, push_tree
 from tests.integration.serve_support import write_config
+from tests.integration.tenants_support import tenant
 from tests.world.kube import Cluster
 from tests.world.registry import Registry
 
@@ -301,7 +304,7 @@ def test_a_tenants_deletion_is_made_as_its_service_account(
     config = tmp_path / "lockgate.yaml"
     run_syncs(cluster, config, doc("web", url, runner_ns, deletionPolicy="Delete", serviceAccountName="team"))
     # the runner (the admin here) could delete them; the tenant's account may not
-    refused = lockgate(cluster, "delete", "web", "-n", runner_ns)
+    refused = lockgate(cluster, "delete", "web", "-n", runner_ns, "--service-account", "team")
     assert refused.code == 5, refused.err + refused.out
     assert f"ServiceAccount {runner_ns}/team cannot delete configmaps" in refused.err
     assert set(configmaps(kube, app)) == {"a", "b"}
@@ -322,6 +325,62 @@ def test_a_tenants_deletion_is_made_as_its_service_account(
             in cluster.kubectl("auth", "can-i", "delete", "configmaps", "-n", app, who, check=False).stdout
         ),
     )
-    done = lockgate(cluster, "delete", "web", "-n", runner_ns)
+    done = lockgate(cluster, "delete", "web", "-n", runner_ns, "--service-account", "team")
     assert done.code == 0, done.err + done.out
     assert configmaps(kube, app) == {} and inventory(kube, "web", runner_ns) is None
+
+
+def test_the_deleting_identity_comes_from_the_configuration_or_the_flag_never_from_the_inventory(
+    cluster: Cluster, registry: Registry, unique: str, tmp_path: Path
+) -> None:
+    kube, app, runner_ns = _setup(cluster, unique)
+    cluster.kubectl("create", "namespace", runner_ns)
+    # the tenant's account writes its inventory and ConfigMaps, and may not delete them; the
+    # runner namespace holds a more powerful account, which may
+    inventory_rules: list[dict[str, object]] = [
+        {"apiGroups": [""], "resources": ["secrets"], "verbs": ["get", "create", "patch", "delete"]},
+        {"apiGroups": [""], "resources": ["events"], "verbs": ["create"]},
+    ]
+    no_delete: list[dict[str, object]] = [
+        {"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get", "list", "watch", "create", "patch"]}
+    ]
+    user = tenant(cluster, runner_ns, app, "team", app_rules=no_delete, runner_rules=inventory_rules)
+    tenant(cluster, runner_ns, app, "powerful")
+    url = push_tree(registry, unique, {"all.yaml": dump(*_maps(app, "a", "b"))})
+    other = push_tree(registry, f"{unique}-o", {"all.yaml": dump(*_maps(app, "o"))})
+    runner = {
+        "apiVersion": "lockgate.dev/v1alpha1",
+        "kind": "Runner",
+        "metadata": {"name": "runner"},
+        "spec": {"defaultServiceAccount": "team"},
+    }
+    config = tmp_path / "lockgate.yaml"
+    run_syncs(
+        cluster,
+        config,
+        runner,
+        doc("web", url, runner_ns, deletionPolicy="Delete"),
+        doc("other", other, runner_ns),
+    )
+
+    # the tenant rewrites its own inventory, as its account may: "delete me as powerful"
+    as_tenant = kube.impersonating(user)
+    forged = store.read(as_tenant, "web", runner_ns)
+    assert forged.deletion is not None and forged.deletion.service_account_name == "team"
+    forged.deletion = dataclasses.replace(forged.deletion, service_account_name="powerful")
+    store.write(as_tenant, forged, manager="lockgate")
+    write_config(config, [runner, doc("other", other, runner_ns)])  # web removed from the file
+
+    refused = lockgate(cluster, "delete", "web", "--config", str(config))
+    assert refused.code == 2, refused.err + refused.out
+    assert f"ServiceAccount {runner_ns}/powerful" in refused.err and "--service-account" in refused.err
+    assert set(configmaps(kube, app)) == {"a", "b", "o"}
+    # without a configuration either: the inventory alone names no one to delete as
+    alone = lockgate(cluster, "delete", "web", "-n", runner_ns)
+    assert alone.code == 2 and "--service-account" in alone.err, alone.err
+    # the flag decides: the tenant's own account, which may not delete them
+    as_team = lockgate(cluster, "delete", "web", "-n", runner_ns, "--service-account", "team")
+    assert as_team.code == 5, as_team.err + as_team.out
+    assert f"ServiceAccount {runner_ns}/team cannot delete configmaps" in as_team.err
+    assert set(configmaps(kube, app)) == {"a", "b", "o"}
+    assert inventory(kube, "web", runner_ns) is not None

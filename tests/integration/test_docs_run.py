@@ -268,10 +268,40 @@ def _promotion_check(ctx: Context) -> None:
     assert "attested healthy in production-canary" in ctx.outputs[-1]
 
 
+# docs/helm.md: the CRD's group and the namespaces suffixed (CRDs are cluster-wide); helm on PATH
+def _helm_renamed(text: str, ctx: Context) -> str:
+    return (
+        _registry_renamed(text, ctx)
+        .replace("example.com", f"x{ctx.suffix}.example.com")
+        .replace("helm-demo", f"helm-demo-{ctx.suffix}")
+        .replace("lockgate-helm", f"lockgate-helm-{ctx.suffix}")
+    )
+
+
+def _helm_setup(ctx: Context) -> None:
+    ctx.env["PATH"] = os.pathsep.join([str(binaries.binary("helm").parent), ctx.env["PATH"]])
+
+
+def _helm_check(ctx: Context) -> None:
+    everything, group = "\n".join(ctx.outputs), f"x{ctx.suffix}.example.com"
+    crd = get(ctx.cluster, "crd", f"widgets.{group}")
+    assert crd is not None and "deletionTimestamp" not in crd["metadata"]  # kept after --skip-crds
+    assert get(ctx.cluster, f"widgets.{group}", "operator", f"helm-demo-{ctx.suffix}") is not None
+    assert "1 CRD(s) from crds/ are applied first" in everything
+    assert (
+        'shop/templates/_helpers.tpl:2: lookup, in define "shop.password", used by templates/secret.yaml:6'
+        in (everything)
+    )
+    assert "refused with exit code 8" in everything
+    assert "published the capabilities of prod" in everything
+    assert "notice: rendering for prod: Kubernetes v" in everything
+
+
 GIVEN: dict[str, Given] = {
     "README.md": Given(rename=_readme_renamed, setup=_readme_setup, check=_readme_check),
     "docs/images.md": Given(setup=_images_setup, check=_images_check),
     "docs/promotion.md": Given(rename=_promotion_renamed, before=_promotion_before, check=_promotion_check),
+    "docs/helm.md": Given(rename=_helm_renamed, setup=_helm_setup, check=_helm_check),
 }
 
 

@@ -46,6 +46,14 @@ TOKENS = {
 }
 
 
+def _web_url(source: str) -> str:
+    """A repository's HTTPS URL from the clone URL forms the sources use (the provider's address)."""
+    if source.startswith("git@"):
+        host, _, path = source.removeprefix("git@").partition(":")
+        source = f"https://{host}/{path}"
+    return source.removesuffix(".git").replace("https://acme@", "https://")
+
+
 def _files(ns: str) -> dict[str, str]:
     return {"a.yaml": dump(namespace(ns), configmap("app", ns, {}))}
 
@@ -53,7 +61,7 @@ def _files(ns: str) -> dict[str, str]:
 def test_gitea_shows_pending_then_success_from_a_real_runner(
     cluster: Cluster, registry: Registry, gitea: Gitea, unique: str, tmp_path: Path
 ) -> None:
-    """The real Gitea: its API base is derived from the artifact's source annotation."""
+    """The real Gitea: its API base is derived from the provider's address (the repository)."""
     sha = commit_and_push(gitea.create_repo(unique), tmp_path / "src", {"README.md": "app\n"})
     runner_ns = f"{unique}-r"
     secret(cluster, runner_ns, "gitea-token", token=gitea.token)
@@ -61,6 +69,7 @@ def test_gitea_shows_pending_then_success_from_a_real_runner(
     url = push_built_from(registry, f"{unique}/app", _files(unique), source=source, sha=sha)
     provider = {
         "type": "gitea",
+        "address": f"{gitea.url}/{gitea.user}/{unique}",
         "secretRef": {"name": "gitea-token"},
         "targetURL": "https://dash.example/web",
     }
@@ -131,6 +140,7 @@ def test_gitlab_bitbucket_bitbucket_server_and_azure_devops_get_their_own_status
         )
         provider: dict[str, Any] = {
             "type": name,
+            "address": _web_url(source),  # the repository, pinned; its API is the stand-in
             "secretRef": {"name": f"{name}-token"},
             "apiURL": forges[name].url + root,
         }
@@ -208,7 +218,7 @@ def test_a_token_gitea_refuses_is_counted_and_logged_naming_the_provider_never_t
     secret(cluster, runner_ns, "gitea-token", token=wrong)
     source = f"{gitea.url}/{gitea.user}/{unique}"
     url = push_built_from(registry, f"{unique}/app", _files(unique), source=source, sha=sha)
-    provider = {"type": "gitea", "secretRef": {"name": "gitea-token"}}
+    provider = {"type": "gitea", "address": source, "secretRef": {"name": "gitea-token"}}
     served = start_serve(
         cluster,
         tmp_path / "serve",

@@ -103,7 +103,14 @@ def reconcile_config(path: Path, *docs: dict[str, Any]) -> Path:
 
 
 def github(api: str, **extra: Any) -> dict[str, Any]:
-    return {"type": "github", "apiURL": api, "secretRef": {"name": "github-token"}, **extra}
+    """GitHub's API is the stand-in's; the repository is pinned as Flux pins it (``address``)."""
+    return {
+        "type": "github",
+        "address": "https://github.com/acme/app",
+        "apiURL": api,
+        "secretRef": {"name": "github-token"},
+        **extra,
+    }
 
 
 def statuses(rec: Recorder, prefix: str = "", sha: str = SHA) -> list[Recorded]:

@@ -26,6 +26,7 @@ from typing import Any
 import pytest
 import yaml
 
+from lockgate.errors import ExitCode
 from lockgate.signing import attest, keys
 from runner.kube.client import Kube
 from runner.pipeline import config
@@ -383,26 +384,29 @@ def test_one_staging_runners_key_cannot_attest_for_the_other_staging_clusters(
     assert fleet.run(fleet.canary()).error is None and fleet.applied(CANARY) == "1.0.0"
 
 
-def test_a_quorum_over_a_key_bound_to_no_cluster_counts_as_before_and_is_warned_about_once(
+def test_a_quorum_over_keys_bound_to_no_cluster_is_refused_unless_one_shared_key_is_said(
     cluster: Cluster, registry: Registry, unique: str, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    # one key shared by the stage, in an entry named after no cluster: any claim it signs counts
+    # one staging runner's key, in an entry named after no cluster: alone it could attest healthy
+    # as both clusters the quorum needs
     fleet = Fleet(cluster, registry, unique, tmp_path)
     v100 = fleet.push("1.0.0")
     for name in STAGING[:2]:
         fleet.attest(v100, name, signer="staging-eu-1")
-    shared = fleet.canary(minClusters=2, secretRef={"name": "shared-key"})
+    unbound = fleet.canary(minClusters=2, secretRef={"name": "shared-key"})
     fleet.secret(CANARY, "shared-key", {"fleet.pub": (tmp_path / "staging-eu-1.pub").read_bytes()})
+    refused = fleet.run(unbound)
+    assert refused.error is not None and refused.error.exit_code == ExitCode.USAGE, refused.error
+    secret = f"Secret/{fleet.ns(CANARY, 'runner')}/shared-key"
+    message = refused.error.message
+    assert secret in message and "fleet.pub" in message and "<clusterName>.pub" in message, message
+    assert "bindKeysToClusters: false" in message, message
+    assert fleet.applied(CANARY) is None  # nothing applied on one key's word
+    reconciled = cli(cluster, "--config", str(unbound))
+    assert reconciled.code == 2 and secret in reconciled.err, reconciled.err
+
+    # said explicitly: one key shared by the stage counts for every cluster, without a warning
+    shared = fleet.canary(minClusters=2, secretRef={"name": "shared-key"}, bindKeysToClusters=False)
     with caplog.at_level("WARNING"):
         assert fleet.run(shared).error is None and fleet.applied(CANARY) == "1.0.0"
-        assert fleet.run(shared).error is None
-    warned = [r.getMessage() for r in caplog.records if "bound to no cluster" in r.getMessage()]
-    key = f"Secret/{fleet.ns(CANARY, 'runner')}/shared-key[fleet.pub]"
-    said = (
-        f"spec.verify.attestations[0].secretRef.name: {key} is bound to no cluster: it is trusted to attest "
-        "for every cluster of the quorum"
-    )
-    assert len(warned) == 1 and warned[0].startswith(said)
-    # lockgate reconcile says it on stderr
-    reconciled = cli(cluster, "--config", str(shared))
-    assert reconciled.code == 0 and said in reconciled.err, reconciled.err
+    assert not [r for r in caplog.records if "bound to no cluster" in r.getMessage()]

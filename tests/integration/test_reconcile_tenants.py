@@ -8,7 +8,6 @@ ServiceAccount. The runner's own identity (the admin here) holds more than the t
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 from lockgate.errors import ExitCode
 from runner.kube.client import Kube
@@ -16,54 +15,9 @@ from runner.pipeline import config
 from runner.pipeline import reconcile as pipeline
 from tests.integration.history_support import sync_file
 from tests.integration.reconcile_support import configmap, dump, get, push_tree
+from tests.integration.tenants_support import tenant
 from tests.world.kube import Cluster
 from tests.world.registry import Registry
-
-
-def tenant(cluster: Cluster, runner_ns: str, app_ns: str, name: str) -> None:
-    """A ServiceAccount in the runner namespace that may manage ConfigMaps in ``app_ns`` only,
-    and its own inventory and Events in the runner namespace."""
-
-    def role(ns: str, rules: list[dict[str, Any]]) -> dict[str, Any]:
-        return {
-            "apiVersion": "rbac.authorization.k8s.io/v1",
-            "kind": "Role",
-            "metadata": {"name": name, "namespace": ns},
-            "rules": rules,
-        }
-
-    def binding(ns: str) -> dict[str, Any]:
-        return {
-            "apiVersion": "rbac.authorization.k8s.io/v1",
-            "kind": "RoleBinding",
-            "metadata": {"name": name, "namespace": ns},
-            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": name},
-            "subjects": [{"kind": "ServiceAccount", "name": name, "namespace": runner_ns}],
-        }
-
-    docs = [
-        {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": name, "namespace": runner_ns}},
-        role(
-            app_ns,
-            [
-                {
-                    "apiGroups": [""],
-                    "resources": ["configmaps"],
-                    "verbs": ["get", "list", "watch", "create", "patch", "delete"],
-                }
-            ],
-        ),
-        binding(app_ns),
-        role(
-            runner_ns,
-            [
-                {"apiGroups": [""], "resources": ["secrets"], "verbs": ["get", "create", "patch"]},
-                {"apiGroups": [""], "resources": ["events"], "verbs": ["create"]},
-            ],
-        ),
-        binding(runner_ns),
-    ]
-    cluster.kubectl("apply", "-f", "-", input=dump(*docs))
 
 
 def test_a_tenant_creates_what_its_role_allows_and_is_refused_the_rest(

@@ -9,6 +9,7 @@ by the next ``serve`` that starts without the sync.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import signal
 import time
@@ -17,6 +18,7 @@ from typing import Any
 
 import pytest
 
+from runner.inventory import store
 from runner.kube.client import Kube
 from runner.plan import applyset
 from tests.integration.delete_support import (
@@ -31,6 +33,7 @@ from tests.integration.delete_support import (
 )
 from tests.integration.reconcile_support import configmap, dump, push_tree
 from tests.integration.serve_support import Served, runner_doc, start_serve, sync_doc, write_config
+from tests.integration.tenants_support import tenant
 from tests.world.kube import Cluster
 from tests.world.registry import Registry
 
@@ -255,3 +258,52 @@ def test_a_deletion_killed_midway_resumes_when_serve_starts_again(
         assert applyset.applyset_id("lockgate-stays", runner_ns) == part_of(configmaps(kube, app)["s"])
     finally:
         assert second.stop() == 0, second.tail()
+
+
+def test_serve_deletes_as_the_configuration_says_and_a_forged_inventory_waits_for_a_person(
+    cluster: Cluster, registry: Registry, unique: str, tmp_path: Path
+) -> None:
+    kube = Kube.from_kubeconfig(cluster.kubeconfig)
+    runner_ns, app = f"{unique}-run", f"{unique}-app"
+    for ns in (runner_ns, app):
+        cluster.kubectl("create", "namespace", ns)
+    # the tenant's account writes its inventory and ConfigMaps but may not delete them; another may
+    inventory_rules: list[dict[str, Any]] = [
+        {"apiGroups": [""], "resources": ["secrets"], "verbs": ["get", "create", "patch", "delete"]},
+        {"apiGroups": [""], "resources": ["events"], "verbs": ["create"]},
+    ]
+    no_delete: list[dict[str, Any]] = [
+        {"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get", "list", "watch", "create", "patch"]}
+    ]
+    user = tenant(cluster, runner_ns, app, "team", app_rules=no_delete, runner_rules=inventory_rules)
+    tenant(cluster, runner_ns, app, "powerful")
+    web = sync_doc("web", _url(registry, f"{unique}/web", configmap("a", app, {"v": "1"})), runner_ns,
+                   deletionPolicy="Delete")  # fmt: skip
+    stays = sync_doc("stays", _url(registry, f"{unique}/stays", configmap("s", app, {"v": "1"})), runner_ns)
+    runner = {"namespace": runner_ns, "defaultServiceAccount": "team", **LEASES}
+    served = start_serve(cluster, tmp_path, [web, stays], identity="r0", runner=runner)
+    try:
+        for name in ("web", "stays"):
+            served.wait_sync_ready(name)
+        # the tenant rewrites its own inventory: "delete me as powerful"
+        as_tenant = kube.impersonating(user)
+        forged = store.read(as_tenant, "web", runner_ns)
+        assert forged.deletion is not None and forged.deletion.service_account_name == "team"
+        forged.deletion = dataclasses.replace(forged.deletion, service_account_name="powerful")
+        store.write(as_tenant, forged, manager="lockgate")
+        write_config(served.config, [runner_doc(served.metrics_port, served.webhook_port, **runner), stays])
+        refused = served.wait_event(
+            lambda e: e.get("msg") == "deletion failed" and e.get("sync") == "web", what="refusal"
+        )
+        assert f"ServiceAccount {runner_ns}/powerful" in refused["error"], refused["error"]
+        assert "--service-account" in refused["error"]
+        assert set(configmaps(kube, app)) == {"a", "s"}
+        record = inventory(kube, "web", runner_ns)
+        assert record is not None and record.last_attempt is not None
+        assert record.last_attempt.reason == "DeletionRefused"  # waits for a person, not retried
+    finally:
+        assert served.stop() == 0, served.tail()
+    # the person says: as the tenant's own account, which may not delete them
+    as_team = lockgate(cluster, "delete", "web", "-n", runner_ns, "--service-account", "team")
+    assert as_team.code == 5 and f"ServiceAccount {runner_ns}/team cannot delete" in as_team.err, as_team.err
+    assert set(configmaps(kube, app)) == {"a", "s"}

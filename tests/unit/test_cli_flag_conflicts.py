@@ -15,6 +15,9 @@ from lockgate.cli import main
 REPO = "oci://127.0.0.1:9/app"
 DIGEST = "sha256:" + "b" * 64
 
+#: ``build --render``, the start of the capabilities cases
+CAPS = ["build", "{plain}", "--render"]
+
 CASES: list[tuple[list[str], str]] = [
     (["reconcile", f"{REPO}:v1", "--name", "a", "--semver", ">=1.0.0"], "has a tag and --semver"),
     (["reconcile", REPO, "--name", "a", "--insecure-skip-verify"], "names no tag"),
@@ -34,6 +37,29 @@ CASES: list[tuple[list[str], str]] = [
     (["images", "scan", "--path", "{plain}"], "no ImagePolicy found"),
     (["images", "update", "--path", "{plain}"], "no ImageUpdateAutomation"),
     (["push", "{plain}", REPO], "the tag is missing"),
+    (["build", "{plain}", "--skip-crds"], "--capabilities-from need --render"),
+    (["build", "{plain}", "--capabilities-from", REPO, "--cluster", "a"], "needs --render"),
+    ([*CAPS, "--cluster", "a"], "need --capabilities-from oci://REGISTRY/REPO"),
+    ([*CAPS, "--capabilities-from", REPO], "needs --cluster NAME"),
+    ([*CAPS, "--capabilities-from", REPO, "--cluster", "a"], "--capabilities-key FILE"),
+    (
+        [
+            *CAPS,
+            "--capabilities-from",
+            REPO,
+            "--cluster",
+            "a",
+            "--capabilities-key",
+            "k",
+            "--kube-version",
+            "1",
+        ],
+        "keep one",
+    ),
+    (
+        [*CAPS, "--capabilities-from", f"{REPO}:v1", "--cluster", "a", "--capabilities-key", "k"],
+        "repository only",
+    ),
 ]
 
 

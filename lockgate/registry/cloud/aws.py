@@ -75,7 +75,7 @@ def _assume_role(
     )
     what = "STS AssumeRoleWithWebIdentity"
     # POST with the form as body: the token never sits in a URL a proxy could log
-    reply = cloud_http.call(
+    answer = cloud_http.call(
         who,
         what,
         "POST",
@@ -83,8 +83,7 @@ def _assume_role(
         headers={"Content-Type": "application/x-www-form-urlencoded", "Accept": "application/xml"},
         body=query.encode(),
     )
-    with reply:
-        text = reply.content[: cloud_http.MAX_ANSWER].decode("utf-8", "replace")
+    text = answer.decode("utf-8", "replace")
     found = {}
     for name in ("AccessKeyId", "SecretAccessKey", "SessionToken", "Expiration"):
         match = re.search(_XML_FIELD.format(name), text)
@@ -102,8 +101,8 @@ def _pod_identity(who: cloud_http.Who, env: Mapping[str, str]) -> AwsKeys:
     if token_file:
         headers["Authorization"] = _read(who, "AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE", token_file)
     what = "the EKS Pod Identity agent"
-    reply = cloud_http.call(who, what, "GET", env["AWS_CONTAINER_CREDENTIALS_FULL_URI"], headers=headers)
-    value = cloud_http.json_answer(who, what, reply)
+    answer = cloud_http.call(who, what, "GET", env["AWS_CONTAINER_CREDENTIALS_FULL_URI"], headers=headers)
+    value = cloud_http.json_answer(who, what, answer)
     return AwsKeys(
         cloud_http.field(who, what, value, "AccessKeyId"),
         cloud_http.field(who, what, value, "SecretAccessKey"),

@@ -71,8 +71,8 @@ def mint(registry: CloudRegistry, identity: Identity | None, env: Mapping[str, s
         "client_assertion_type": "urn:ietf:params:oauth:client-assertion-type:jwt-bearer",
         "client_assertion": assertion,
     }
-    reply = cloud_http.call(who, what, "POST", f"{authority}/{tenant}/oauth2/v2.0/token", form=form)
-    access = cloud_http.field(who, what, cloud_http.json_answer(who, what, reply), "access_token")
+    answer = cloud_http.call(who, what, "POST", f"{authority}/{tenant}/oauth2/v2.0/token", form=form)
+    access = cloud_http.field(who, what, cloud_http.json_answer(who, what, answer), "access_token")
     what = "ACR /oauth2/exchange"
     exchange = {
         "grant_type": "access_token",
@@ -80,10 +80,10 @@ def mint(registry: CloudRegistry, identity: Identity | None, env: Mapping[str, s
         "tenant": tenant,
         "access_token": access,
     }
-    reply = cloud_http.call(
+    answer = cloud_http.call(
         who, what, "POST", f"{registry.scheme}://{registry.host}/oauth2/exchange", form=exchange
     )
-    refresh = cloud_http.field(who, what, cloud_http.json_answer(who, what, reply), "refresh_token")
+    refresh = cloud_http.field(who, what, cloud_http.json_answer(who, what, answer), "refresh_token")
     origin = f"provider azure ({describe(identity, env)})"
     creds = Credentials(username=USERNAME, secret=refresh, identity_token=True, origin=origin)
     return Minted(creds, _expiry(refresh))

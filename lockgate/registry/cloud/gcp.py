@@ -65,7 +65,7 @@ def _exchange(
 
 def _impersonate(who: cloud_http.Who, url: str, token: str) -> tuple[str, float]:
     what = "IAM Credentials generateAccessToken"
-    reply = cloud_http.call(
+    answer = cloud_http.call(
         who,
         what,
         "POST",
@@ -73,7 +73,7 @@ def _impersonate(who: cloud_http.Who, url: str, token: str) -> tuple[str, float]
         headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"},
         body=json.dumps({"scope": [SCOPE], "lifetime": "3600s"}).encode(),
     )
-    value = cloud_http.json_answer(who, what, reply)
+    value = cloud_http.json_answer(who, what, answer)
     access = cloud_http.field(who, what, value, "accessToken")
     expiry = cloud_http.field(who, what, value, "expireTime")
     try:
@@ -100,11 +100,10 @@ def _external_account(who: cloud_http.Who, path: str) -> tuple[str, float]:
         given = source.get("headers")
         headers = given if isinstance(given, dict) else {}
         what = "the subject token URL"
-        reply = cloud_http.call(
+        answer = cloud_http.call(
             who, what, "GET", source["url"], headers={str(k): str(v) for k, v in headers.items()}
         )
-        with reply:
-            subject = reply.text.strip()
+        subject = answer.decode("utf-8", "replace").strip()
     else:
         raise who.fail(f"{path}: only a credential_source file or url is supported")
     fmt = source.get("format") or {}

@@ -1,5 +1,8 @@
-"""The HTTP calls of the cloud token exchanges: bounded JSON answers, errors that name the
+"""The HTTP calls of the cloud token exchanges: bounded answers, errors that name the
 provider, the identity, the registry and the endpoint, and never a token or a form field.
+
+Every answer is read through ``lockgate.replies`` (streamed, at most ``MAX_ANSWER``): a token
+service answering without end costs a megabyte, not the process.
 """
 
 from __future__ import annotations
@@ -12,10 +15,14 @@ from typing import Any
 
 import requests
 
+from lockgate import replies
+from lockgate.errors import ReplyTooLarge
 from lockgate.registry.cloud import CloudAuthError
 
-#: a token service's answer is a few fields
-MAX_ANSWER = 1 << 20
+#: a token service's answer is a few fields: the one cap of every reply lockgate reads whole
+MAX_ANSWER = replies.MAX_REPLY_BYTES
+#: of an error answer, only the service's error code is looked for, at its start
+_ERROR_BYTES = 4096
 TIMEOUT = 30.0
 
 
@@ -44,30 +51,41 @@ def call(
     headers: Mapping[str, str] | None = None,
     form: Mapping[str, str] | None = None,
     body: bytes | None = None,
-) -> requests.Response:
-    """One request; a refusal (4xx/5xx) or an unreachable endpoint is a ``CloudAuthError``
-    naming ``what`` (e.g. ``STS AssumeRoleWithWebIdentity``) and the service's error code."""
-    try:
-        reply = requests.request(
-            method, url, headers=dict(headers or {}), data=form if form is not None else body, timeout=TIMEOUT
-        )
-    except (requests.ConnectionError, requests.Timeout) as exc:
-        raise who.fail(f"cannot reach {what} at {_shown(url)} ({type(exc).__name__})") from None
-    if reply.status_code >= 400:
-        code = _error_code(reply)
-        reply.close()
-        raise who.fail(f"{what} at {_shown(url)} refused the request: HTTP {reply.status_code}{code}")
-    return reply
+) -> bytes:
+    """One request and its answer (at most ``MAX_ANSWER`` bytes); a refusal (4xx/5xx), an
+    unreachable endpoint or an answer too large is a ``CloudAuthError`` naming ``what`` (e.g.
+    ``STS AssumeRoleWithWebIdentity``), the endpoint and the service's error code."""
+    with replies.session() as session:
+        try:
+            reply = session.request(
+                method,
+                url,
+                headers=dict(headers or {}),
+                data=form if form is not None else body,
+                timeout=TIMEOUT,
+                stream=True,
+            )
+        except (requests.ConnectionError, requests.Timeout) as exc:
+            raise who.fail(f"cannot reach {what} at {_shown(url)} ({type(exc).__name__})") from None
+        try:
+            if reply.status_code >= 400:
+                code = _error_code(replies.read(reply, limit=MAX_ANSWER))
+                raise who.fail(f"{what} at {_shown(url)} refused the request: HTTP {reply.status_code}{code}")
+            return replies.read(reply, limit=MAX_ANSWER)
+        except ReplyTooLarge as exc:
+            if reply.status_code >= 400:
+                raise who.fail(
+                    f"{what} at {_shown(url)} refused the request: HTTP {reply.status_code}"
+                ) from None
+            raise who.fail(f"{what} at {_shown(url)} {exc.detail}") from None
+        except requests.RequestException as exc:
+            raise who.fail(f"{what} at {_shown(url)} broke off its answer ({type(exc).__name__})") from None
 
 
-def json_answer(who: Who, what: str, reply: requests.Response) -> dict[str, Any]:
-    with reply:
-        content = reply.content[: MAX_ANSWER + 1]
-    if len(content) > MAX_ANSWER:
-        raise who.fail(f"{what} answered more than {MAX_ANSWER} bytes")
+def json_answer(who: Who, what: str, content: bytes) -> dict[str, Any]:
     try:
         value = json.loads(content)
-    except (json.JSONDecodeError, UnicodeDecodeError):
+    except (json.JSONDecodeError, UnicodeDecodeError, RecursionError):
         raise who.fail(f"{what} answered something that is not JSON") from None
     if not isinstance(value, dict):
         raise who.fail(f"{what} answered JSON that is not an object")
@@ -86,10 +104,10 @@ def _shown(url: str) -> str:
     return url.split("?", 1)[0]
 
 
-def _error_code(reply: requests.Response) -> str:
+def _error_code(content: bytes) -> str:
     """The service's error code (``ExpiredTokenException``, ``invalid_grant``...), never its
     whole body, which might echo what was sent."""
-    text = reply.content[:4096].decode("utf-8", "replace")
+    text = content[:_ERROR_BYTES].decode("utf-8", "replace")
     try:
         value = json.loads(text)
     except json.JSONDecodeError:

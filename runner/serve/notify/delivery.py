@@ -7,7 +7,9 @@ itself is wrong), nor is a TLS certificate the provider does not trust. Retries 
 schedule, not in the worker, so a provider that is down does not hold up the others. A full
 queue drops the new notification. Every notification given up is logged once (provider,
 sync, host, reason: never the URL's path or query, which for Slack is the credential, nor a
-header) and reported to ``failed`` (the metric).
+header) and reported to ``failed`` (the metric). Only an answer's status counts: its body is
+never read (the request streams, the connection is closed), so an endpoint answering a
+gigabyte, or without end, costs nothing (``lockgate.replies`` caps the session besides).
 
 ``serve`` keeps one ``Queue`` for its lifetime; ``reconcile`` (one shot) ``flush``es it with a
 short deadline before it exits, and counts what is still undelivered then as failed.
@@ -26,6 +28,7 @@ from urllib.parse import urlsplit
 
 import requests
 
+from lockgate import replies
 from lockgate.errors import LockgateError
 from lockgate.forge.base import session_trusting
 from lockgate.redact import scrub
@@ -94,7 +97,7 @@ class Queue:
         self._seq = itertools.count()
         self._inflight: list[Job] = []
         self._closed = False
-        self._session = requests.Session()
+        self._session = replies.session()
         self._thread: threading.Thread | None = None
 
     # ---- the pass's side ------------------------------------------------------------
@@ -205,15 +208,16 @@ class Queue:
                 headers={"Content-Type": "application/json", **request.headers},
                 timeout=self.timeout,
                 allow_redirects=False,
+                stream=True,  # only the status counts: the body is never read
             )
+            status = response.status_code
+            response.close()
         except requests.exceptions.SSLError as exc:
             # an untrusted certificate stays untrusted: not retried (as Flux's retrying client)
             raise Undeliverable(f"{_describe(exc)} (not retried)") from None
         finally:
             if session is not self._session:
                 session.close()
-        status = response.status_code
-        response.close()
         if status < 300:
             return
         if status == 429 or status >= 500:

@@ -9,6 +9,12 @@ reconcile`` run) the inventory stands in for it: a pass of the digest the invent
 holds, ending as the inventory's last result did, posts nothing. So a restart posts at most
 one status per sync that the forge already shows.
 
+Where a status goes is the provider's configuration's alone (``lockgate.forge.destination``):
+the host, and with ``address`` the repository, it names; the artifact (whose annotations its
+signer writes, a tenant perhaps) picks only the commit. A status the artifact would send
+elsewhere is not sent: logged and recorded as a ``CommitStatusRefused`` Event on the sync,
+once per digest.
+
 Generic and Slack: an event when a pass changed something, failed, or succeeded after a
 failure; the same failure again (a retry) is not sent twice in a row. A failure before the
 artifact was pulled has no commit: it reaches generic and Slack, not a forge. Drift a pass
@@ -35,13 +41,15 @@ from pathlib import Path
 
 from lockgate import forge
 from lockgate.errors import Abandoned, UsageError
-from lockgate.forge import remote
+from lockgate.forge import destination
 from lockgate.forge.base import Credentials, Status
+from runner.inventory import events
 from runner.kube.client import Kube
 from runner.pipeline import reconcile as pipeline
 from runner.pipeline.notifications import Provider
 from runner.pipeline.result import Result
 from runner.pipeline.secretrefs import SecretReader
+from runner.plan.inventory import Inventory
 from runner.serve.notify import alerts, delivery, messages, teams
 
 log = logging.getLogger("lockgate.notify")
@@ -50,6 +58,8 @@ SECRET_FIELD = "spec.notify.secretRef.name"
 CERT_FIELD = "spec.notify.certSecretRef.name"
 #: how long ``lockgate reconcile`` waits at the end for notifications still being delivered
 FLUSH_SECONDS = 10.0
+#: the Warning reason of a commit status not sent because the artifact names another host or repository
+STATUS_REFUSED = "CommitStatusRefused"
 _STATUS_OF = {"success": "Succeeded", "failure": "Failed"}
 
 _StatusKey = tuple[Provider, str, str, str]
@@ -68,7 +78,8 @@ class Notifier:
         self._statuses: dict[_StatusKey, tuple[str, str]] = {}
         self._events: dict[tuple[Provider, str], tuple[str, ...]] = {}
         self._waits: dict[tuple[Provider, str], str] = {}
-        self._unannotated: set[tuple[str, str, str]] = set()
+        #: (sync, digest, provider) already told about: no commit named, or a refused destination
+        self._told: set[tuple[str, str, Provider]] = set()
         #: alertmanager: the ``startsAt`` of each sync's firing alert
         self._firing: dict[tuple[Provider, str], str] = {}
 
@@ -80,16 +91,16 @@ class Notifier:
         for provider in options.notify:
             if not provider.forge:
                 continue
-            commit = self._commit(provider, result)
-            if commit is None:
+            target = self._target(provider, result)
+            if target is None:
                 continue
-            key = (provider, options.name, commit.sha, provider.context)
+            key = (provider, options.name, target.sha, provider.context)
             with self._lock:
                 if key in self._statuses:
                     continue
                 state = messages.pending(result)
                 self._statuses[key] = state
-            self._status(provider, options, result, commit, key, state)
+            self._status(provider, options, result, target, key, state)
 
     def around(
         self, options: pipeline.SyncOptions, run: Callable[[Callable[[Result], None] | None], Result]
@@ -139,26 +150,52 @@ class Notifier:
         return self.queue.flush(timeout)
 
     # ---- forges -------------------------------------------------------------------------
-    def _commit(self, provider: Provider, result: Result) -> remote.Commit | None:
-        name = remote.forge_name(provider.type)
-        commit = remote.commit(result.source_url, result.source_revision, name)
-        if commit is None and (result.name, result.digest, name) not in self._unannotated:
-            self._unannotated.add((result.name, result.digest, name))
+    def _target(self, provider: Provider, result: Result) -> destination.Target | None:
+        """Where ``provider`` posts the status of ``result``'s commit: decided by the provider's
+        own configuration (``provider.pin``), the artifact picking only the commit. A refusal
+        is logged and recorded as an Event once per digest; nothing is sent."""
+        assert provider.pin is not None  # every forge provider is pinned when it is loaded
+        found = destination.target(provider.pin, result.source_url, result.source_revision)
+        once = (result.name, result.digest, provider)
+        if isinstance(found, destination.Target):
+            return found
+        with self._lock:
+            if once in self._told:
+                return None
+            self._told.add(once)
+        if found is None:
+            name = provider.type
             log.warning(
                 f"sync {result.name}: no {name} commit status: the artifact's "
                 f"org.opencontainers.image.source and .revision annotations do not name a {name} "
                 "repository and commit",
                 extra={"sync": result.name, "digest": result.digest, "provider": name},
             )
-        return commit
+            return None
+        message = f"commit status to {provider.type} refused ({provider.where}): {found.reason}"
+        log.warning(
+            f"sync {result.name}: {message}",
+            extra={"sync": result.name, "digest": result.digest, "provider": provider.type},
+        )
+        if result.namespace:
+            failed = events.emit(
+                self._kube(),
+                Inventory(result.name, result.namespace),
+                warning=True,
+                reason=STATUS_REFUSED,
+                message=message,
+            )
+            if failed:
+                log.warning(f"sync {result.name}: could not record the {STATUS_REFUSED} Event: {failed}")
+        return None
 
     def _final_status(self, provider: Provider, options: pipeline.SyncOptions, result: Result) -> None:
         if not result.digest:
             return  # failed before the artifact was pulled: no commit to report on
-        commit = self._commit(provider, result)
-        if commit is None:
+        target = self._target(provider, result)
+        if target is None:
             return
-        key = (provider, options.name, commit.sha, provider.context)
+        key = (provider, options.name, target.sha, provider.context)
         state = messages.outcome(result)
         with self._lock:
             last = self._statuses.get(key)
@@ -170,14 +207,14 @@ class Notifier:
             self._statuses[key] = state
             if last == state or reported:
                 return
-        self._status(provider, options, result, commit, key, state)
+        self._status(provider, options, result, target, key, state)
 
     def _status(
         self,
         provider: Provider,
         options: pipeline.SyncOptions,
         result: Result,
-        commit: remote.Commit,
+        target: destination.Target,
         key: _StatusKey,
         state: tuple[messages.State, str],
     ) -> None:
@@ -186,7 +223,7 @@ class Notifier:
         def prepare() -> delivery.Request:
             credentials = self._credentials(provider, result)
             request = forge.status_request(
-                commit.repository, commit.sha, status, credentials, api_url=provider.api_url
+                target.repository, target.sha, status, credentials, api_url=target.api_root
             )
             headers = {"User-Agent": messages.CONTROLLER, **request.headers}
             body = messages.status_body(request.body)
@@ -201,7 +238,7 @@ class Notifier:
             delivery.Job(
                 provider=provider.type,
                 sync=options.name,
-                what=f"commit status {state[0]} on {commit} ({provider.context})",
+                what=f"commit status {state[0]} on {target} ({provider.context})",
                 prepare=prepare,
                 forget=forget,
             )

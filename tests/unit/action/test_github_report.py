@@ -132,3 +132,17 @@ def test_workflow_commands_escape_data_and_properties() -> None:
 def test_output_file_uses_heredocs_that_keep_newlines() -> None:
     text = commands.output_file_text({"json": '{"a":\n1}', "digest": "d"}, delimiter="EOF_X")
     assert text == 'json<<EOF_X\n{"a":\n1}\nEOF_X\ndigest<<EOF_X\nd\nEOF_X\n'
+
+
+def test_a_tenants_control_characters_reach_neither_the_summary_nor_an_annotation() -> None:
+    """GitHub's log viewer obeys ANSI codes and its pages show bidi overrides: escaped first
+    (lockgate.terminal), then GitHub's own escapes (docs/security.md §20)."""
+    hostile = "\x1b]0;pwned\x07\x1b[31m\u202eevil"
+    failed = {"error": {"message": f"Gadget/g: InProgress: {hostile}", "exitCode": 6}}
+    summary = report.summary("reconcile", [{"name": "web", "revision": hostile, **failed}])
+    line = commands.annotation(report.Annotation("error", hostile, title=f"t{hostile}"))
+    for text in (summary, line):
+        assert not any(c in text for c in ("\x1b", "\x07", "\u202e")), text
+    escaped = "\\x1b]0;pwned\\x07\\x1b[31m\\u202eevil"
+    assert escaped in summary
+    assert line == f"::error title=t{escaped}::{escaped}"

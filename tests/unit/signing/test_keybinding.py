@@ -143,3 +143,25 @@ def test_unbound_keys_are_warned_about_in_a_quorum(
     else:
         assert warning is not None and warning.startswith(warned)
         assert "name each entry <clusterName>.pub" in warning and "bindKeysToClusters: true" in warning
+
+
+@pytest.mark.parametrize(
+    ("entries", "bind", "min_clusters", "refused"),
+    [
+        (("fleet",), None, 2, "its entry fleet.pub is"),
+        (("fleet", "ops"), None, 3, "its entries fleet.pub, ops.pub are"),
+        (("fleet",), False, 2, None),  # one shared key, said in so many words
+        (("fleet",), None, 1, None),  # one cluster: any of its attester's keys (warned about)
+        (("fleet",), True, 2, None),  # bound to a cluster "fleet": counts for nothing else
+        (("staging-a", "fleet"), None, 2, None),  # a Secret of cluster keys: every entry bound
+    ],
+)
+def test_a_quorum_of_more_than_one_over_unbound_keys_is_refused(
+    entries: tuple[str, ...], bind: bool | None, min_clusters: int, refused: str | None
+) -> None:
+    said = keybinding.unbound_refusal(key_set(*entries, bind=bind), min_clusters=min_clusters, bind=bind)
+    if refused is None:
+        assert said is None
+    else:
+        assert said is not None and said.startswith(f"{SECRET}: {refused}"), said
+        assert "<clusterName>.pub" in said and "bindKeysToClusters: false" in said

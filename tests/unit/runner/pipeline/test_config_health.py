@@ -51,7 +51,7 @@ def test_cheat_sheet_entries_load_unchanged(tmp_path: Path) -> None:
     # the same file twice gives equal options (a reload that changed nothing changes nothing)
     assert _load(tmp_path, CHEAT_SHEET).syncs[0] == sync
     assert config.load(tmp_path / "syncs.yaml").syncs[0].health_exprs == health_exprs.compile_all(
-        sync.health_exprs.specs
+        sync.health_exprs.specs, engine=health_exprs.IN_PROCESS
     )
 
 

@@ -157,18 +157,33 @@ def test_bind_keys_to_clusters_without_a_secret_of_keys_is_refused(tmp_path: Pat
     )
 
 
-def test_a_quorum_over_one_key_file_is_warned_about(tmp_path: Path) -> None:
+def _one_key(tmp_path: Path, quorum: str) -> Path:
     from lockgate.signing import keys
 
     key = tmp_path / "fleet.pub"
     key.write_bytes(keys.generate_key_pair(b"x").public_pem)
     path = _file(tmp_path, "")
     path.write_text(
-        path.read_text().replace(
-            "      - secretRef: {name: fleet-keys}\n",
-            f"      - key: {key}\n        clusters: [staging-*]\n        minClusters: 2\n",
-        )
+        path.read_text().replace("      - secretRef: {name: fleet-keys}\n", f"      - key: {key}\n{quorum}")
     )
-    (sync,) = config.load(path).syncs
+    return path
+
+
+def test_a_quorum_of_more_than_one_over_one_key_file_is_refused_unless_shared_is_said(tmp_path: Path) -> None:
+    path = _one_key(tmp_path, "        clusters: [staging-*]\n        minClusters: 2\n")
+    with pytest.raises(UsageError) as refused:
+        config.load(path)
+    said = refused.value.message
+    assert f"{path}:15: Sync/web: spec.verify.attestations[0]: a quorum checked against one key (key)" in said
+    assert "bindKeysToClusters: false" in said
+    shared = _one_key(
+        tmp_path, "        clusters: [staging-*]\n        minClusters: 2\n        bindKeysToClusters: false\n"
+    )
+    (sync,) = config.load(shared).syncs
+    assert sync.source.warnings == ()
+
+
+def test_a_quorum_of_one_over_one_key_file_is_warned_about(tmp_path: Path) -> None:
+    (sync,) = config.load(_one_key(tmp_path, "        clusters: [staging-*]\n        minClusters: 1\n")).syncs
     (warning,) = sync.source.warnings
     assert "a quorum checked against one key (key) trusts it for every cluster of staging-*" in warning

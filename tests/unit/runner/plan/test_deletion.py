@@ -118,3 +118,17 @@ def test_the_record_round_trips_through_the_inventory_and_reads_leniently() -> N
     assert from_secret(Inventory(name="web", namespace="runner").body(), "web", "runner").deletion is None
     assert Recorded.from_json({"policy": "Shred"}) == Recorded(Policy.ORPHAN)  # deletes nothing
     assert Recorded.from_json({"timeout": -1, "maxPruneShare": 7}) == Recorded()
+
+
+def test_a_crd_helm_keeps_goes_with_the_sync_only_when_it_recorded_prune_crds() -> None:
+    crd = ObjectKey("apiextensions.k8s.io", "CustomResourceDefinition", "", "widgets.example.com")
+    body = {**live(**{"helm.sh/resource-policy": "keep"}), "kind": "CustomResourceDefinition"}
+    kept = deletion.plan([crd, key("a")], {crd: body, key("a"): live()}, set_id=SET, deleting=True)
+    assert kept.delete == [key("a")] and kept.orphan == [crd]
+    assert dict(kept.kept)[crd].startswith("kept by Helm's helm.sh/resource-policy: keep")
+    lifted = deletion.plan(
+        [crd, key("a")], {crd: body, key("a"): live()}, set_id=SET, deleting=True, prune_crds=True
+    )
+    assert set(lifted.delete) == {crd, key("a")} and lifted.orphan == []
+    recorded = Recorded(Policy.DELETE, prune_crds=True)
+    assert Recorded.from_json(recorded.to_json()) == recorded

@@ -8,11 +8,17 @@ from typing import Any
 
 import pytest
 
-from runner.plan import cel, health
-from runner.plan.health_exprs import CustomHealth, ExprError, HealthExprSpec, compile_all, compile_each
+from runner.plan import cel, health, health_exprs
+from runner.plan.health_exprs import IN_PROCESS, CustomHealth, ExprError, HealthExprSpec, compile_each
 from runner.plan.status import HealthStatus
 
 NOW = 1_700_000_000.0
+
+
+def compile_all(specs: list[HealthExprSpec]) -> CustomHealth:
+    """The expressions as pure tests judge them: in this process (the runner's sandbox is
+    tested in tests/unit/runner/sandbox and against the world)."""
+    return health_exprs.compile_all(specs, engine=IN_PROCESS)
 
 
 def evaluator(current: str = "", in_progress: str = "", failed: str = "") -> CustomHealth:

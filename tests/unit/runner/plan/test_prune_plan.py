@@ -96,3 +96,34 @@ def test_released_members_are_orphaned_never_deleted() -> None:
         released=[key("ignored"), key("foreign")],
     )
     assert (plan.delete, plan.kept, plan.orphan) == ([], [], [key("ignored")])
+
+
+def crd(name: str, **annotations: str) -> tuple[ObjectKey, dict[str, Any]]:
+    body = live(**annotations)
+    body["kind"] = "CustomResourceDefinition"
+    return ObjectKey("apiextensions.k8s.io", "CustomResourceDefinition", "", name), body
+
+
+@pytest.mark.parametrize(
+    ("prune_crds", "deleted"), [(False, False), (True, True)], ids=["kept-as-helm-keeps", "pruneCRDs"]
+)
+def test_a_crd_helm_keeps_is_pruned_only_when_the_sync_opts_in(prune_crds: bool, deleted: bool) -> None:
+    keep = {"helm.sh/resource-policy": "keep"}
+    chart_crd, chart_body = crd("widgets.example.com", **keep)
+    frozen, frozen_body = crd("frozen.example.com", **keep, **{"lockgate.dev/prune": "disabled"})
+    pvc = key("data", "PersistentVolumeClaim")
+    previous = [key("a"), chart_crd, frozen, pvc] + [key(f"k{i}") for i in range(6)]
+    plan = prune_plan.plan(
+        previous,
+        [key("a")] + [key(f"k{i}") for i in range(6)],
+        {chart_crd: chart_body, frozen: frozen_body, pvc: live(**keep)},
+        set_id=SET,
+        options=prune_plan.PruneOptions(prune_crds=prune_crds),
+    )
+    # pruneCRDs lifts Helm's keep on CRDs only: never prune: disabled, never another kind
+    assert plan.delete == ([chart_crd] if deleted else [])
+    kept = dict(plan.kept)
+    assert kept[pvc].startswith("kept by Helm's helm.sh/resource-policy: keep")
+    assert kept[frozen] == "pruning disabled by annotation; orphaned (set label removed)"
+    assert (chart_crd in kept) is not deleted
+    assert set(plan.orphan) == ({frozen, pvc} if deleted else {frozen, pvc, chart_crd})

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import select
+import socket
 import threading
 import time
 from collections.abc import Iterator
@@ -88,16 +89,57 @@ def test_probes_answer_while_hundreds_of_idle_connections_hold_the_webhook_liste
             conn.close()
 
 
-def test_connections_past_the_cap_are_closed_at_once_and_the_rest_stay(pair: Pair) -> None:
-    cap = pair.hooks.limits.connections
-    held = [hostile.connect(pair.hook_port) for _ in range(cap)]
-    extra = [hostile.connect(pair.hook_port) for _ in range(5)]
+def _from(address: str, port: int) -> socket.socket:
+    """A connection from another loopback address: another client, as the listener sees it."""
+    return socket.create_connection(("127.0.0.1", port), timeout=5, source_address=(address, 0))
+
+
+def test_a_client_past_its_share_ends_its_own_oldest_idle_connections(pair: Pair) -> None:
+    share = pair.hooks.limits.per_client
+    first = [_from("127.0.0.2", pair.hook_port) for _ in range(share)]
+    later = [_from("127.0.0.2", pair.hook_port) for _ in range(5)]
+    other = [_from("127.0.0.3", pair.hook_port) for _ in range(5)]
+    try:
+        # the five oldest of the client's own went, its newest stay, another client is untouched
+        assert len(hostile.still_open(first, within=0.5)) == share - 5
+        assert hostile.still_open(first[:5], within=0.1) == []
+        assert len(hostile.still_open(later + other, within=0.3)) == 10
+    finally:
+        for conn in first + later + other:
+            conn.close()
+
+
+def test_a_full_listener_ends_the_oldest_idle_connection_for_a_new_one(pair: Pair) -> None:
+    cap, share = pair.hooks.limits.connections, pair.hooks.limits.per_client
+    clients = [f"127.0.0.{2 + i}" for i in range(cap // share)]
+    held = [_from(address, pair.hook_port) for address in clients for _ in range(share)]
+    assert len(hostile.still_open(held, within=0.3)) == cap
+    newcomer = _from("127.0.0.9", pair.hook_port)
+    try:
+        newcomer.sendall(b"GET /healthz HTTP/1.1\r\nHost: lockgate\r\n\r\n")
+        assert newcomer.recv(65536).startswith(b"HTTP/1.1 200 ")
+        assert hostile.still_open(held[:1], within=0.3) == []  # the oldest made room
+        assert len(hostile.still_open(held[1:], within=0.1)) == cap - 1
+    finally:
+        for conn in [*held, newcomer]:
+            conn.close()
+
+
+def test_when_no_connection_is_idle_a_new_one_is_closed_at_once(pair: Pair) -> None:
+    """Every connection reading a body (headers sent, body owed): none to end, so the new one goes."""
+    cap, share = pair.hooks.limits.connections, pair.hooks.limits.per_client
+    clients = [f"127.0.0.{2 + i}" for i in range(cap // share)]
+    busy = [_from(address, pair.hook_port) for address in clients for _ in range(share)]
+    for conn in busy:
+        conn.sendall(b"POST /hook/web HTTP/1.1\r\nHost: lockgate\r\nContent-Length: 100\r\n\r\n")
+    time.sleep(0.3)
+    extra = [_from("127.0.0.9", pair.hook_port) for _ in range(3)]
     try:
         assert hostile.still_open(extra, within=0.5) == []
-        readable, _, _ = select.select(held, [], [], 0.1)  # before the header deadline: all open
+        readable, _, _ = select.select(busy, [], [], 0.1)  # before the body deadline: all open
         assert readable == []
     finally:
-        for conn in held + extra:
+        for conn in busy + extra:
             conn.close()
 
 

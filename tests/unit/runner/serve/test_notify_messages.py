@@ -140,12 +140,14 @@ def test_contexts_carry_the_cluster_name_and_runner_providers_follow_the_syncs(t
     )
     [web] = config.load(_config(tmp_path, notify, runner)).syncs
     first, second, slack = web.notify
-    assert (first.context, first.api_url, first.secret_namespace) == (
+    assert first.pin is not None and second.pin is not None and slack.pin is None
+    assert (first.context, first.pin.api_root, first.secret_namespace) == (
         "lockgate/east/web",
         "https://ghe.example/api/v3",
         None,
     )
-    assert (second.context, second.api_url) == ("ci/east/web/deploy", "https://api.github.com")
+    assert (second.context, second.pin.api_root) == ("ci/east/web/deploy", "https://api.github.com")
+    assert (first.where, slack.where) == ("spec.notify[0]", "Runner: spec.notify[0]")
     assert (slack.type, slack.secret_ref, slack.secret_namespace) == ("slack", "slack", "ops")
 
 
@@ -156,6 +158,14 @@ def test_contexts_carry_the_cluster_name_and_runner_providers_follow_the_syncs(t
         ("  - {type: generic}\n", "spec.notify[0]: a generic provider needs address, or secretRef"),
         ("  - {type: teams, address: 'https://x'}\n", "spec.notify[0].type"),
         ("  - {type: slack, address: 'hooks.slack.com/x'}\n", "spec.notify[0].address"),
+        (
+            "  - {type: gitea, secretRef: {name: t}, apiURL: 'http://git.example/api/v1'}\n",
+            "spec.notify[0]: apiURL: http://git.example/api/v1 is plain http",
+        ),
+        (
+            "  - {type: gitlab, secretRef: {name: t}, address: 'https://gitlab.example/group'}\n",
+            "spec.notify[0]: address: 'https://gitlab.example/group': a GitLab project URL",
+        ),
     ],
 )
 def test_bad_providers_name_the_file_document_and_field(tmp_path: Path, notify: str, message: str) -> None:
