@@ -134,12 +134,18 @@ class Authenticator(AuthBase):
         self.generation = 0
 
     def __call__(self, request: requests.PreparedRequest) -> requests.PreparedRequest:
-        with self._lock:
-            header = self.header()
-            self._sent.generation = self.generation
+        header = self.stamp()
         if header:
             request.headers["Authorization"] = header
         return request
+
+    def stamp(self) -> str | None:
+        """The ``Authorization`` header for this thread's next request (remembering which
+        credential it goes out with, for ``refresh``)."""
+        with self._lock:
+            header = self.header()
+            self._sent.generation = self.generation
+        return header
 
     def header(self) -> str | None:
         return None

@@ -16,9 +16,12 @@ import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
 from types import TracebackType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import requests
+import urllib3
+
+if TYPE_CHECKING:
+    from runner.kube.transport import Reply
 
 
 class StreamBroken(Exception):
@@ -32,7 +35,7 @@ class WatchEvent:
 
 
 class WatchStream:
-    def __init__(self, response: requests.Response) -> None:
+    def __init__(self, response: Reply) -> None:
         self._response = response
         self._closed = threading.Event()
 
@@ -44,7 +47,7 @@ class WatchStream:
                 if line:
                     event = json.loads(line)
                     yield WatchEvent(str(event.get("type")), dict(event.get("object") or {}))
-        except (requests.RequestException, OSError, AttributeError, ValueError) as exc:
+        except (urllib3.exceptions.HTTPError, OSError, AttributeError, ValueError) as exc:
             # AttributeError: urllib3 reading from a connection that ``close`` shut down
             if self._closed.is_set():
                 return

@@ -39,6 +39,7 @@ from runner.pipeline import (
 )
 from runner.pipeline.options import ObjectRef, SyncOptions
 from runner.pipeline.result import Result
+from runner.pipeline.timings import Timings
 from runner.plan import (
     attempt,
     drift,
@@ -127,6 +128,12 @@ class Pass:
         return Event.UPGRADE if self.inventory.digest else Event.INSTALL
 
     def run(self, objects: list[K8sObject]) -> None:
+        timings = self.result.timings
+        with timings.phase("plan"):
+            desired = self._plan(objects)
+        self._carry_out(desired, timings)
+
+    def _plan(self, objects: list[K8sObject]) -> list[Desired]:
         options = self.options
         placed = placement.place(
             objects, target_namespace=options.target_namespace, cluster_scope=self.kube.discovery.scope
@@ -145,7 +152,12 @@ class Pass:
             interrupt=self.kube.check_guard,
             custom=options.health_exprs,
         )
-        members = dict(self.steps.items)
+        return desired
+
+    def _carry_out(self, desired: list[Desired], timings: Timings) -> None:
+        options, steps = self.options, self.steps
+        assert steps is not None  # planned
+        members = dict(steps.items)
         released = [d.key for d in desired if d.key not in members]
         if options.prune:
             prune_plan.check_share(self.previous, [*members, *released], options.prune_options)
@@ -153,57 +165,69 @@ class Pass:
         if not options.dry_run:
             # the whole set is dry-run first (a dry run pass is one already): a refused object
             # stops the pass before anything is written, the inventory included
-            known = apply.preflight(
-                self.mgr,
-                self.steps.preflight_items(desired),
-                recorded=self._recorded(),
-                options=self._apply_options(),
-                created_namespaces={self.inventory.namespace},
-            )
-            self.steps.check(known.index)
-            self._record_union(members)
+            with timings.phase("preflight"):
+                known = apply.preflight(
+                    self.mgr,
+                    steps.preflight_items(desired),
+                    recorded=self._recorded(),
+                    options=self._apply_options(),
+                    created_namespaces={self.inventory.namespace},
+                )
+                steps.check(known.index)
+            with timings.phase("record"):
+                self._record_union(members)
             self._writing = True
-        changeset = self._apply(desired, known)
+        with timings.phase("apply"):
+            changeset = self._apply(desired, known)
         if options.prune:
-            pruned, _ = prune.prune(
-                self.mgr,
-                self._union(members),
-                list(members),
-                options=options.prune_options,
-                dry_run=options.dry_run,
-                released=released,
-            )
+            with timings.phase("prune"):
+                pruned, _ = prune.prune(
+                    self.mgr,
+                    self._union(members),
+                    list(members),
+                    options=options.prune_options,
+                    dry_run=options.dry_run,
+                    released=released,
+                )
             changeset.extend(pruned)
             self.result.changeset = changeset
         if options.dry_run:
             return
-        self._record_final(members, changeset)
-        if self.result.drift_reported:
-            events.emit(
-                self.kube,
-                self.inventory,
-                warning=True,
-                reason=drift.DETECTED,
-                message=self.result.drift_reported,
-            )
+        with timings.phase("record"):
+            self._record_final(members, changeset)
+        with timings.phase("events"):
+            if self.result.drift_reported:
+                events.emit(
+                    self.kube,
+                    self.inventory,
+                    warning=True,
+                    reason=drift.DETECTED,
+                    message=self.result.drift_reported,
+                )
         if self.awaits:
-            self._wait(desired, changeset)
-            self.steps.run_hooks(Phase.POST_APPLY, changeset)
-            self._note_hooks(self.inventory.members)
-            self._settle(Summary.HEALTHY)
-            self._succeeded()
-            self._write_if_changed()
+            with timings.phase("wait"):
+                self._wait(desired, changeset)
+            with timings.phase("hooks"):
+                steps.run_hooks(Phase.POST_APPLY, changeset)
+            with timings.phase("record"):
+                self._note_hooks(self.inventory.members)
+                self._settle(Summary.HEALTHY)
+                self._succeeded()
+                self._write_if_changed()
         message = f"{self.result.revision}: {self._summary()}"
-        if self.outcome is Outcome.ROLLED_BACK:
-            events.emit(
-                self.kube,
-                self.inventory,
-                warning=True,
-                reason=events.ROLLED_BACK,
-                message=self.note + message,
-            )
-        elif changeset.changed:
-            events.emit(self.kube, self.inventory, warning=False, reason=events.SUCCEEDED, message=message)
+        with timings.phase("events"):
+            if self.outcome is Outcome.ROLLED_BACK:
+                events.emit(
+                    self.kube,
+                    self.inventory,
+                    warning=True,
+                    reason=events.ROLLED_BACK,
+                    message=self.note + message,
+                )
+            elif changeset.changed:
+                events.emit(
+                    self.kube, self.inventory, warning=False, reason=events.SUCCEEDED, message=message
+                )
 
     def _summary(self) -> str:
         summary = self.result.changeset.summary()

@@ -118,7 +118,9 @@ def reconcile(
             client = client or Kube.from_kubeconfig(kubeconfig, context=context, pool=options.concurrency + 4)
             secrets = secretrefs.SecretReader(client, result.namespace)
         try:
-            fetched = source.fetch(options.source, client=registry_client, secrets=secrets)
+            fetched = source.fetch(
+                options.source, client=registry_client, secrets=secrets, timings=result.timings
+            )
         except source.Waiting as waiting:
             # nothing has the evidence yet: nothing is applied, and the parent says why
             result.waiting = result.skipped = waiting.reason
@@ -141,10 +143,12 @@ def reconcile(
                 f"{fetched.url}{'/' + options.source.path if options.source.path else ''} holds no objects"
             )
         client = client or Kube.from_kubeconfig(kubeconfig, context=context, pool=options.concurrency + 4)
-        objects = prepare_fetched(fetched.objects, options, client, result.namespace)
+        with result.timings.phase("prepare"):
+            objects = prepare_fetched(fetched.objects, options, client, result.namespace)
         writer = _writer(client, options, result.namespace, guard)
         recorder = _writer(client, options, result.namespace, records.recording(guard))
-        run = Pass(writer, options, result, request=requested_at, recorder=recorder, served_by=served_by)
+        with result.timings.phase("inventory"):
+            run = Pass(writer, options, result, request=requested_at, recorder=recorder, served_by=served_by)
         result.previous_digest = run.inventory.digest
         result.previous_status = str(run.inventory.last_result.get("status") or "")
         result.previous_waiting = run.inventory.waiting
@@ -164,7 +168,8 @@ def reconcile(
                 ) from exc
             raise
         if options.attest is not None and run.awaits and not options.dry_run:
-            _attest(options, result, client, fetched.client, healthy=True, fatal=True)
+            with result.timings.phase("attest"):
+                _attest(options, result, client, fetched.client, healthy=True, fatal=True)
     except LockgateError as exc:
         result.error = exc
         if run is None and result.namespace and not options.dry_run and records.recordable(exc):

@@ -11,6 +11,7 @@ from typing import Any
 
 from lockgate.diff.changeset import ChangeSet
 from lockgate.errors import LockgateError
+from runner.pipeline.timings import Timings
 from runner.plan.health import Health
 
 
@@ -57,6 +58,8 @@ class Result:
     #: drift this pass found and left (``driftDetection.mode: warn``) that differs from what was
     #: reported before: the report (Event, notification); empty when none or already reported
     drift_reported: str = ""
+    #: where the pass's time went (``runner.pipeline.timings``)
+    timings: Timings = field(default_factory=Timings)
 
     @property
     def ok(self) -> bool:
@@ -82,6 +85,7 @@ class Result:
             },
             "requests": dict(self.requests),
             "seconds": round(self.seconds, 3),
+            "timings": self.timings.to_json(),
             "rolledBackFrom": self.rolled_back_from,
             "rolledBackTo": self.rolled_back_to,
             "notes": list(self.notes),

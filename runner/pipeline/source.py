@@ -35,6 +35,7 @@ from lockgate.signing import buildclaims, github
 from lockgate.signing.options import Spelling, field_spelling
 from runner.pipeline import cloudidentity, overlays, transportrefs
 from runner.pipeline.secretrefs import SecretReader
+from runner.pipeline.timings import Timings
 from runner.plan import overlay as overlay_plan
 from runner.plan.overlay import Overlay
 
@@ -427,12 +428,15 @@ def fetch(
     *,
     client: registry.RegistryClient | None = None,
     secrets: SecretReader | None = None,
+    timings: Timings | None = None,
 ) -> Fetched:
     """Resolve, verify, pull by digest, extract into a temporary directory and load the objects.
 
     ``secrets`` reads the Secrets ``spec`` names (credentials, keys) in the sync's runner
-    namespace; it is needed only when the spec names one.
+    namespace; it is needed only when the spec names one. ``timings`` gets the phases
+    ``resolve``, ``verify``, ``pull`` (with extraction) and ``build``.
     """
+    timings = timings or Timings()
     base = registry.parse(spec.url)
     if client is None:
         creds = None
@@ -459,16 +463,21 @@ def fetch(
     waiting = ""
     admitted: tuple[str, ...] = ()
     if spec.attestations:
-        ref, digest, waiting, admitted = choose(spec, client, _requirements(spec, secrets))
-        pinned, signer = _pin(spec, ref.with_digest(digest), client, policy)
+        with timings.phase("resolve"):
+            ref, digest, waiting, admitted = choose(spec, client, _requirements(spec, secrets))
+        with timings.phase("verify"):
+            pinned, signer = _pin(spec, ref.with_digest(digest), client, policy)
         if pinned != digest:
             raise VerificationError(f"{ref} moved to {pinned} while its attestations were checked; retry")
     else:
-        ref = resolve(spec, client)
-        digest, signer = _pin(spec, ref, client, policy)
+        with timings.phase("resolve"):
+            ref = resolve(spec, client)
+        with timings.phase("verify"):
+            digest, signer = _pin(spec, ref, client, policy)
     with tempfile.TemporaryDirectory(prefix="lockgate-reconcile-") as tmp:
         try:
-            pulled = pull.pull(client, ref, Path(tmp) / "artifact", digest=digest, limits=spec.limits)
+            with timings.phase("pull"):
+                pulled = pull.pull(client, ref, Path(tmp) / "artifact", digest=digest, limits=spec.limits)
         except NotFluxArtifact as exc:
             # reconcile has no --media-type: say how to publish what it can apply
             raise ResolveError(
@@ -476,8 +485,9 @@ def fetch(
                 "not a Flux artifact; publish the manifests with `lockgate push` (or `flux push "
                 "artifact`) and reconcile that"
             ) from None
-        remote = spec.allow_remote_bases
-        rendered = build(Path(tmp) / "artifact", spec.path, allow_remote_bases=remote, overlay=spec.overlay)
+        remote, artifact = spec.allow_remote_bases, Path(tmp) / "artifact"
+        with timings.phase("build"):
+            rendered = build(artifact, spec.path, allow_remote_bases=remote, overlay=spec.overlay)
     revision = _revision(ref, digest)
     return Fetched(
         reference=ref,

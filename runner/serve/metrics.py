@@ -64,6 +64,15 @@ class Metrics:
             [*sync, "url", "revision", "digest", "ready", "suspended"],
             registry=self.registry,
         )
+        # by phase only, not by sync: 13 series whatever the number of syncs
+        self._phases = prometheus_client.Histogram(
+            "lockgate_pass_phase_seconds",
+            "Where full passes spend their time: resolve, verify, pull, build, prepare, inventory, "
+            "plan, preflight, record, apply, prune, events, wait, hooks, attest.",
+            ["phase"],
+            buckets=FLUX_BUCKETS,
+            registry=self.registry,
+        )
         self._passes = prometheus_client.Counter(
             "lockgate_passes",
             "Passes by outcome: applied, unchanged, skipped (cheap check, same digest), failed, "
@@ -141,6 +150,8 @@ class Metrics:
         name, namespace = sync.name, result.namespace or sync.namespace or ""
         self._duration.labels(KIND, name, namespace).observe(max(result.seconds, 0.0))
         self._passes.labels(name, namespace, outcome).inc()
+        for phase, seconds in result.timings.seconds.items():
+            self._phases.labels(phase).observe(seconds)
         if result.digest or result.waiting:  # a full pass (a cheap check knows nothing of attestations)
             self._waiting.labels(name, namespace).set(1 if result.waiting else 0)
         if outcome not in _SETTLED:

@@ -107,7 +107,7 @@ class StageApplier:
 
     # ---- listing -------------------------------------------------------------------
     def index(
-        self, items: Sequence[Desired], resources: Mapping[ObjectKey, Resource]
+        self, items: Sequence[Desired], resources: Mapping[ObjectKey, Resource], *, foreign: bool = True
     ) -> dict[ObjectKey, Live]:
         """The live members of our set, and a refusal of any object that is another's.
 
@@ -119,6 +119,11 @@ class StageApplier:
         every pass (kapp refuses too). For Secrets and ConfigMaps, the kinds a parent is, a
         third LIST finds the ApplySet parents among them (in a namespace the configuration
         does not know as a runner namespace too), which no adoption takes.
+
+        ``foreign=False`` leaves out the second LIST: the pre-flight asks instead, by its dry
+        runs, which objects outside our set exist at all, and reads only those
+        (``refuse_foreign``). In a namespace many syncs share, that LIST answered with every
+        other sync's objects on every pass, which made converging N syncs cost N² objects read.
         """
         self._refuse_reserved(items)
         groups: dict[tuple[Resource, str], dict[str, Desired]] = {}
@@ -156,7 +161,11 @@ class StageApplier:
         tasks = [
             (which, group, wanted)
             for group, wanted in groups.items()
-            for which in (_OURS, _FOREIGN, *((_PARENTS,) if _may_be_parent(group[0]) else ()))
+            for which in (
+                _OURS,
+                *((_FOREIGN,) if foreign else ()),
+                *((_PARENTS,) if _may_be_parent(group[0]) else ()),
+            )
         ]
         index: dict[ObjectKey, Live] = {}
         refused: dict[ObjectKey, LockgateError] = {}
@@ -174,6 +183,27 @@ class StageApplier:
         if refused:
             raise ApplyFailed([refused[key] for key in sorted(refused, key=str)], ChangeSet())
         return index
+
+    def refuse_foreign(self, existing: Sequence[tuple[Desired, Resource]]) -> None:
+        """Refuse any of ``existing`` (objects outside our set that the cluster holds) that is
+        another ApplySet's member, as the foreign LIST of ``index`` would have."""
+
+        def owned_elsewhere(task: tuple[Desired, Resource]) -> LockgateError | None:
+            item, res = task
+            if item.policy.adopt:
+                return None
+            live = self.mgr.kube.get(res, item.key.namespace, item.key.name)
+            if live is None:
+                return None
+            other = labels_of(live).get(applyset.PART_OF_LABEL)
+            if other is None or other == self.mgr.set_id:
+                return None
+            return self._owned_elsewhere(item, live)
+
+        found = self.mgr.each(owned_elsewhere, existing)
+        errors = [e for e in found if isinstance(e, LockgateError)]
+        if errors:
+            raise ApplyFailed(sorted(errors, key=lambda e: e.message), ChangeSet())
 
     def _sync(self) -> str:
         reserved = self.options.reserved
@@ -483,7 +513,7 @@ def preflight(
     if errors:
         raise ApplyFailed(errors, ChangeSet())
     applier = StageApplier(mgr, options, recorded)
-    index = applier.index([i for i in items if i.key in resources], resources)
+    index = applier.index([i for i in items if i.key in resources], resources, foreign=False)
     todo = [
         item
         for item in items
@@ -493,33 +523,48 @@ def preflight(
         and applier.leaves(item) is None  # never written by this pass
     ]
 
-    def check(item: Desired) -> None:
+    def check(item: Desired) -> bool:
+        """Dry-run ``item``; True when the cluster already holds it (the answer has a
+        resourceVersion, which a dry-run create never has)."""
         live = index.get(item.key)
         body = applier.payload_for(item, live) if isinstance(live, dict) else item.body
         try:
-            mgr.kube.apply(resources[item.key], body, manager=mgr.field_manager, dry_run=True)
+            _, answer = mgr.kube.apply(resources[item.key], body, manager=mgr.field_manager, dry_run=True)
         except NotFoundError:
             if item.key.namespace in namespaces:
-                return  # its namespace comes in this pass (the Namespace stage goes first)
+                return False  # its namespace comes in this pass (the Namespace stage goes first)
             raise
         except KubeError as exc:
             if exc.is_immutable and (options.force or item.policy.force):
-                return  # the apply recreates it
+                return True  # it exists, and the apply recreates it
             if exc.is_immutable:
                 raise ApplyError(
                     f"{exc.server_message}; the change needs the object recreated: {FORCE_HINT}"
                 ) from None
             raise
+        return bool((answer.get("metadata") or {}).get("resourceVersion"))
 
-    def guarded(item: Desired) -> None:
+    def guarded(item: Desired) -> bool:
         try:
-            check(item)
+            return check(item)
         except LockgateError as exc:
             raise _about(item, exc) from None
 
-    errors = [r for r in mgr.each(guarded, todo) if isinstance(r, LockgateError)]
+    checked = mgr.each(guarded, todo)
+    errors = [r for r in checked if isinstance(r, LockgateError)]
     if errors:
         raise ApplyFailed(errors, ChangeSet())
+    # outside our set and in the cluster: another set's member unless shown otherwise;
+    # IfNotPresent objects are not dry-run, so each unlisted one is looked at
+    existing = [
+        item for item, held in zip(todo, checked, strict=True) if held is True and item.key not in index
+    ]
+    existing += [
+        item
+        for item in items
+        if item.key in resources and item.key not in index and item.policy.ssa is SSAMode.IF_NOT_PRESENT
+    ]
+    applier.refuse_foreign([(item, resources[item.key]) for item in existing])
     return Preflight(index=index, deferred=frozenset(deferred))
 
 

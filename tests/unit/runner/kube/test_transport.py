@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
-import requests
+import urllib3
 
 from lockgate.errors import AuthError, ExitCode, LockgateError
 from runner.kube import transport
@@ -15,15 +15,11 @@ from runner.kube.errors import ClusterFailing, KubeError, NotFoundError, Permiss
 CONFIGMAPS = Resource("", "v1", "ConfigMap", "configmaps", True)
 
 
-def answer(code: int, reason: str, message: str) -> requests.Response:
-    """A response as requests builds it from the wire (no server involved: pure mapping)."""
-    response = requests.Response()
-    response.status_code = code
-    response._content = json.dumps({"kind": "Status", "reason": reason, "message": message}).encode()
-    response.request = requests.Request(
-        "PATCH", "https://127.0.0.1:6443/api/v1/namespaces/a/configmaps/x"
-    ).prepare()
-    return response
+def answer(code: int, reason: str, message: str) -> transport.Reply:
+    """An answer as urllib3 builds it from the wire (no server involved: pure mapping)."""
+    body = json.dumps({"kind": "Status", "reason": reason, "message": message}).encode()
+    raw = urllib3.HTTPResponse(body=body, status=code, preload_content=True)
+    return transport.Reply(raw, "/api/v1/namespaces/a/configmaps/x")
 
 
 @pytest.mark.parametrize(
