@@ -199,11 +199,13 @@ def _reason(exc: urllib3.exceptions.HTTPError) -> str:
                 "TLS failed: the server's certificate is not signed by the kubeconfig's certificate-authority"
             )
         return "TLS failed"
-    if isinstance(exc, urllib3.exceptions.TimeoutError):
-        return "timed out"
+    # before the timeout: urllib3's NewConnectionError (a refused connection) is a
+    # ConnectTimeoutError by inheritance
     for marker in ("connection refused", "name or service not known", "no route to host", "connection reset"):
         if marker in text:
             return marker
+    if isinstance(exc, urllib3.exceptions.TimeoutError):
+        return "timed out"
     return type(exc).__name__
 
 

@@ -51,7 +51,14 @@ class Example:
 
 
 def _marker(text: str, block: Block) -> str:
+    """The ``not loaded`` comment among the comments right above the block (a block may also
+    carry the docs test's ``<!-- file: NAME -->``), else the line before it."""
     lines = text.splitlines()
+    at = block.line - 2
+    while at >= 0 and lines[at].strip().startswith("<!--"):
+        if NOT_LOADED.match(lines[at].strip()):
+            return lines[at].strip()
+        at -= 1
     return lines[block.line - 2].strip() if block.line >= 2 else ""
 
 
@@ -98,7 +105,9 @@ def _loader(documents: tuple[Any, ...]) -> str | None:
 
 
 #: a public key file a document names where the runner would mount it
-KEY_PATH = re.compile(r"(?<=key: )(/\S+\.pub)\b")
+KEY_PATH = re.compile(r"(?<=key: )([^\s{}]+\.pub)\b")
+#: the registry placeholder the docs write (``oci://REG/...``), as the docs test replaces it
+REGISTRY = re.compile(r"\bREG\b")
 
 
 def _as_document(example: Example) -> str:
@@ -167,7 +176,7 @@ def test_the_documented_configuration_loads(example: Example, tmp_path: Path) ->
         assert len(images.automations) == automations, (example.block, images)
         return
     path = tmp_path / "lockgate.yaml"
-    path.write_text(_with_keys(_as_document(example), tmp_path))
+    path.write_text(_with_keys(REGISTRY.sub("registry.example", _as_document(example)), tmp_path))
     loaded = config.load(path)
     documented = [d for d in example.documents if isinstance(d, dict) and d.get("kind") == "Sync"]
     if documented:

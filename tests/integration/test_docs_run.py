@@ -551,7 +551,26 @@ def _runner_both_check(ctx: Context) -> None:
     _runner_check(ctx)
 
 
+# docs/preview.md: staging runs a signed 1.4.2; the page's deploy/ changes one value
+def _preview_setup(ctx: Context) -> None:
+    (ctx.directory / "keys").mkdir()
+    _lockgate(ctx, "keygen", "--output-key-prefix", str(ctx.directory / "keys" / "release"))
+    cm = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "app"}, "data": {"replicas": "2"}}
+    tree = ctx.directory / "release-1.4.2"
+    _write(tree, {"cm.yaml": dump(cm)})
+    url = f"oci://{ctx.registry.host}/{ctx.suffix}/app-manifests:1.4.2"
+    _lockgate(ctx, "push", str(tree), url, "--sign", "key", "--key", "keys/release.key")
+    _write(ctx.directory, {"deploy/cm.yaml": dump({**cm, "data": {"replicas": "3"}})})
+
+
+def _preview_check(ctx: Context) -> None:
+    said = "\n".join(ctx.outputs)
+    assert "staging / app" in said and "1 of 1 syncs change" in said, said
+    assert 'data.replicas: "2" -> "3"' in said, said
+
+
 GIVEN: dict[str, Given] = {
+    "docs/preview.md": Given(rename=_registry_renamed, setup=_preview_setup, check=_preview_check),
     "README.md": Given(rename=_readme_renamed, setup=_readme_setup, check=_readme_check),
     "docs/migrate-from-flux.md": Given(
         rename=_flux_renamed, setup=_flux_setup, check=_flux_check, needs=("flux",)

@@ -45,6 +45,8 @@ RESULT_KEYS = {
     "notes",
     "waiting",
     "attested",
+    "admittedBy",
+    "timings",
 }
 COUNT_KEYS = {"created", "configured", "unchanged", "skipped", "deleted"}
 
